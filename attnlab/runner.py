@@ -1,0 +1,101 @@
+"""Execute the notebooks headlessly, each in a fresh kernel, in series order.
+
+`make run` uses this to run the whole series and write executed HTML to build/;
+`make notebooks` uses it with --inplace to refresh the stored outputs that strict nbval
+compares. Outputs are only ever produced here, by execution, never edited by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def notebook_paths(names: list[str] | None = None) -> list[Path]:
+    """The paired notebooks in order (by their NN_ prefix); `names` filters by prefix or name."""
+    stems = sorted({p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py")}
+                   | {p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")})
+    if names:
+        wanted = [Path(n).stem for n in names]
+        unknown = [w for w in wanted if not any(s.startswith(w) for s in stems)]
+        if unknown:
+            raise SystemExit(f"no notebook matches {unknown}; known: {stems}")
+        stems = [s for s in stems if any(s.startswith(w) for w in wanted)]
+    return [NOTEBOOK_DIR / f"{s}.ipynb" for s in stems]
+
+
+def _load(ipynb: Path):
+    """The notebook to execute: the .py source when it is newer (or the .ipynb is missing)."""
+    import jupytext
+
+    py = ipynb.with_suffix(".py")
+    if py.exists() and (not ipynb.exists() or py.stat().st_mtime > ipynb.stat().st_mtime):
+        nb = jupytext.read(py)
+        if ipynb.exists():  # keep the pairing metadata of the existing notebook
+            old = jupytext.read(ipynb)
+            nb.metadata = {**old.metadata, **nb.metadata}
+    else:
+        nb = jupytext.read(ipynb)
+    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
+    return nb
+
+
+def execute(ipynb: Path, timeout: int = 600):
+    """Run one notebook top to bottom in a fresh kernel; returns (notebook, seconds, error)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = _load(ipynb)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(ipynb.parent)}})
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute()
+    except CellExecutionError as e:
+        error = str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)
+    except Exception as e:  # a dead kernel or a timeout: report it in the table, go on
+        error = f"{type(e).__name__}: {e}"
+    return nb, time.perf_counter() - start, error
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.runner", description=__doc__)
+    parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
+    parser.add_argument("--inplace", action="store_true", help="store the executed outputs in the .ipynb")
+    parser.add_argument("--html", metavar="DIR", help="write each executed notebook as HTML into DIR")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    args = parser.parse_args(argv)
+
+    import nbformat
+
+    rows, failed = [], 0
+    for ipynb in notebook_paths(args.names):
+        print(f"running {ipynb.name} ...", flush=True)
+        nb, seconds, error = execute(ipynb, args.timeout)
+        if args.inplace and error is None:
+            nbformat.write(nb, ipynb)
+        if args.html:
+            from nbconvert import HTMLExporter
+
+            out = Path(args.html)
+            out.mkdir(parents=True, exist_ok=True)
+            body, _ = HTMLExporter().from_notebook_node(nb)
+            (out / f"{ipynb.stem}.html").write_text(body, encoding="utf-8")
+        failed += error is not None
+        rows.append((ipynb.name, "ok" if error is None else f"FAILED: {error}", seconds))
+
+    width = max([len(r[0]) for r in rows] + [8])
+    print(f"\n{'notebook':<{width}}  {'seconds':>7}  status")
+    for name, status, seconds in rows:
+        print(f"{name:<{width}}  {seconds:7.1f}  {status}")
+    if args.html:
+        print(f"\nexecuted HTML written to {args.html}/")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
