@@ -1,0 +1,160 @@
+"""Why attention divides by sqrt(d_k), measured (notebook 02).
+
+Three measurements on random queries and keys whose entries are independent N(0, 1), the
+situation the original paper reasons about:
+
+1. `dot_product_std`: the spread of q·k grows like sqrt(d_k) (a sum of d_k unit-variance terms);
+2. `max_softmax_weight`: unscaled, that spread pushes softmax towards a one-hot vector;
+3. `softmax_gradient_norm`: a one-hot softmax passes (almost) no gradient back to the query.
+
+Every function takes a list of d_k values and a seed, draws its samples from its own
+`torch.Generator` (so calling order does not matter), works in float64 (so the printed digits do
+not depend on the machine) and returns NumPy arrays aligned with the d_k list. All attention
+weights come from `attnlab.scaled_dot_product_attention`: scale=None is the real thing,
+scale=1.0 the "unscaled" variant.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .attention import scaled_dot_product_attention
+
+DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def check_d_ks(d_ks) -> list[int]:
+    """The d_k values as a list of ints; raises TypeError/ValueError naming what was wrong."""
+    if isinstance(d_ks, (str, bytes)) or not isinstance(d_ks, (Sequence, np.ndarray)):
+        raise TypeError(f"d_ks must be a sequence of positive ints, got {type(d_ks).__name__}")
+    if len(d_ks) == 0:
+        raise ValueError("d_ks must not be empty")
+    for d in d_ks:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
+            raise ValueError(f"d_ks must hold positive ints, got {d!r} in {list(d_ks)!r}")
+    return [int(d) for d in d_ks]
+
+
+def _check_count(name: str, value, minimum: int) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _draw(generator: torch.Generator, n_samples: int, n_keys: int, d_k: int):
+    """n_samples independent problems: one query, n_keys keys, entries N(0, 1)."""
+    q = torch.randn(n_samples, 1, d_k, generator=generator, dtype=torch.float64)  # (N, 1, d_k)
+    k = torch.randn(n_samples, n_keys, d_k, generator=generator, dtype=torch.float64)  # (N, T, d_k)
+    return q, k
+
+
+def dot_product_std(d_ks=DEFAULT_D_KS, n_samples: int = 4000, seed: int = 0) -> np.ndarray:
+    """Standard deviation of q·k over n_samples random pairs, for each d_k.
+
+    Theory: q·k = sum of d_k products of independent unit normals, each with variance 1, so
+    Var(q·k) = d_k and std = sqrt(d_k). Dividing by sqrt(d_k) brings it back to 1.
+    """
+    d_ks = check_d_ks(d_ks)
+    n_samples = _check_count("n_samples", n_samples, 2)
+    g = torch.Generator().manual_seed(seed)
+    stds = []
+    for d in d_ks:
+        q, k = _draw(g, n_samples, 1, d)  # (N, 1, d), (N, 1, d)
+        dots = (q * k).sum(-1).flatten()  # (N,)   q·k
+        stds.append(dots.std().item())
+    return np.array(stds)
+
+
+def loglog_slope(x, y) -> float:
+    """Slope of the least-squares line through (log x, log y): the exponent p in y ∝ x^p."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
+        raise ValueError(f"x and y must be 1-D of the same length >= 2, got shapes {x.shape} and {y.shape}")
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("x and y must be positive to take logarithms")
+    slope, _ = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope)
+
+
+def max_softmax_weight(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500,
+                       seed: int = 0) -> dict[str, np.ndarray]:
+    """Mean (over n_samples queries) of the largest attention weight among n_keys keys.
+
+    Returns {"unscaled": ..., "scaled": ...}. A uniform softmax has max weight 1/n_keys, a
+    one-hot softmax 1. Both variants see the same q and k.
+    """
+    d_ks = check_d_ks(d_ks)
+    n_keys = _check_count("n_keys", n_keys, 2)
+    n_samples = _check_count("n_samples", n_samples, 1)
+    g = torch.Generator().manual_seed(seed)
+    result = {"unscaled": [], "scaled": []}
+    for d in d_ks:
+        q, k = _draw(g, n_samples, n_keys, d)
+        v = torch.zeros(n_samples, n_keys, 1, dtype=torch.float64)  # values do not matter here
+        for name, scale in (("unscaled", 1.0), ("scaled", None)):
+            _, w = scaled_dot_product_attention(q, k, v, scale=scale)  # (N, 1, T)
+            result[name].append(w.amax(-1).mean().item())
+    return {name: np.array(values) for name, values in result.items()}
+
+
+def softmax_gradient_norm(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500,
+                          d_v: int = 16, seed: int = 0) -> dict[str, np.ndarray]:
+    """Median norm of the gradient that reaches the query through the softmax, for each d_k.
+
+    For each sample, loss = <g, attention output> with random values v and a random upstream
+    gradient g (both N(0, 1)), as if some later layer sent g back; we measure ||d loss / d q||,
+    the signal that would train the query projection. Returns {"unscaled": ..., "scaled": ...}.
+
+    The median, not the mean: the typical query is what matters, and the mean is dominated by
+    the rare samples whose two best keys happen to tie (there the softmax is not saturated).
+    """
+    d_ks = check_d_ks(d_ks)
+    n_keys = _check_count("n_keys", n_keys, 2)
+    n_samples = _check_count("n_samples", n_samples, 1)
+    d_v = _check_count("d_v", d_v, 1)
+    gen = torch.Generator().manual_seed(seed)
+    result = {"unscaled": [], "scaled": []}
+    for d in d_ks:
+        q, k = _draw(gen, n_samples, n_keys, d)
+        v = torch.randn(n_samples, n_keys, d_v, generator=gen, dtype=torch.float64)  # (N, T, d_v)
+        upstream = torch.randn(n_samples, 1, d_v, generator=gen, dtype=torch.float64)  # (N, 1, d_v)
+        for name, scale in (("unscaled", 1.0), ("scaled", None)):
+            q_leaf = q.clone().requires_grad_(True)
+            out, _ = scaled_dot_product_attention(q_leaf, k, v, scale=scale)  # (N, 1, d_v)
+            (out * upstream).sum().backward()  # samples are independent: one backward for all
+            norms = q_leaf.grad.norm(dim=-1).flatten()  # (N,)   ||d loss_i / d q_i||
+            result[name].append(norms.median().item())
+    return {name: np.array(values) for name, values in result.items()}
+
+
+def softmax_pair(d_k: int, n_keys: int = 8, seed: int = 0, max_d_k: int = 1024) -> dict:
+    """One query and n_keys keys with d_k dimensions, and the softmax weights both ways.
+
+    The vectors are the first d_k coordinates of one fixed draw of max_d_k coordinates, so
+    moving d_k keeps the same query and keys and only adds dimensions: this is what the d_k
+    slider of notebook 02 shows. Returns d_k, the query (d_k,), the keys (n_keys, d_k), the raw
+    scores q·k, the scale 1/sqrt(d_k), and the "unscaled" and "scaled" weights (n_keys,).
+    """
+    d_k = _check_count("d_k", d_k, 1)
+    n_keys = _check_count("n_keys", n_keys, 2)
+    max_d_k = _check_count("max_d_k", max_d_k, 1)
+    if d_k > max_d_k:
+        raise ValueError(f"d_k must be at most max_d_k={max_d_k}, got {d_k}")
+    g = torch.Generator().manual_seed(seed)
+    q_all, k_all = _draw(g, 1, n_keys, max_d_k)  # (1, 1, max_d_k), (1, T, max_d_k)
+    q, k = q_all[..., :d_k], k_all[..., :d_k]  # (1, 1, d_k), (1, T, d_k)
+    v = torch.zeros(1, n_keys, 1, dtype=torch.float64)
+    _, unscaled = scaled_dot_product_attention(q, k, v, scale=1.0)  # (1, 1, T)
+    _, scaled = scaled_dot_product_attention(q, k, v)  # (1, 1, T)
+    return {
+        "d_k": d_k,
+        "query": q.flatten().numpy(),  # (d_k,)
+        "keys": k[0].numpy(),  # (T, d_k)
+        "scores": (q @ k.transpose(-2, -1)).flatten().numpy(),  # (T,)   q·k, unscaled
+        "scale": 1.0 / math.sqrt(d_k),
+        "unscaled": unscaled.flatten().numpy(),
+        "scaled": scaled.flatten().numpy(),
+    }

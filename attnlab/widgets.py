@@ -1,0 +1,270 @@
+"""Interactive views (ipywidgets) for the notebooks, built so they can be tested without a browser.
+
+Each widget is a class whose `view(...)` computes the numbers it shows (a plain dict, no
+widgets involved), `text(...)` formats them for a static, printable view (what nbval compares),
+and `update()` pushes the current slider state into the widgets. The notebook prints the static
+view first and then displays `.widget`; tests call `view`, move the sliders and read back what
+the widgets display.
+
+Any label a caller passes (token, key name) is shown as text: it is HTML-escaped before it goes
+into an HTML widget, so "<b>" shows as "<b>" rather than turning text bold.
+"""
+from __future__ import annotations
+
+import html
+import io
+import math
+
+import ipywidgets as w
+import numpy as np
+import torch
+
+from .attention import scaled_dot_product_attention
+from .scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
+
+
+def _vector_text(x, digits: int = 3) -> str:
+    """[1.000, 0.000] style, the way the notebooks print small vectors."""
+    return "[" + ", ".join(f"{float(v):.{digits}f}" for v in np.ravel(x)) + "]"
+
+
+def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -> torch.Tensor:
+    """A 2-D float64 tensor from a tensor / array / nested list, with shape checks."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to(torch.float64)
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a matrix of numbers, got {type(x).__name__}") from None
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be a 2-D matrix (rows, dims), got shape {tuple(t.shape)}")
+    if rows is not None and t.shape[0] != rows:
+        raise ValueError(f"{name} must have {rows} rows, got shape {tuple(t.shape)}")
+    if cols is not None and t.shape[1] != cols:
+        raise ValueError(f"{name} must have {cols} columns, got shape {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} must hold finite numbers")
+    return t
+
+
+def _bar_html(fraction: float, color: str, width_px: int = 160) -> str:
+    """A horizontal bar of `fraction` (0..1) of width_px, as an inline-block div."""
+    px = max(0, min(width_px, round(float(fraction) * width_px)))
+    return (f'<div style="display:inline-block;width:{width_px}px;background:#eee;height:12px">'
+            f'<div style="width:{px}px;background:{color};height:12px"></div></div>')
+
+
+class AttentionPlayground:
+    """Notebook 01: one query against fixed keys and values; sliders move the query.
+
+    keys (T, d_k) and values (T, d_v) stay fixed; the query (d_k,) starts at `query` (default:
+    the first key). Every slider change recomputes scores, weights and output with
+    `scaled_dot_product_attention` and shows them as bars and numbers.
+
+    In the DOM (for browser tests): the whole box has class `attnlab-playground`; one slider per
+    query coordinate, class `attnlab-playground-query`, description `query[i]`; the weights table
+    has class `attnlab-playground-weights`, with each weight as text in an element of class
+    `attnlab-weight-value` (one per key, in key order); the output vector is in
+    `attnlab-playground-output`, its numbers in `attnlab-output-value`.
+    """
+
+    def __init__(self, keys, values, query=None, key_labels=None, limit: float = 3.0, step: float = 0.1):
+        self.keys = _as_matrix("keys", keys)  # (T, d_k)
+        n_keys, d_k = self.keys.shape
+        self.values = _as_matrix("values", values, rows=n_keys)  # (T, d_v)
+        if not (isinstance(limit, (int, float)) and limit > 0):
+            raise ValueError(f"limit must be a positive number, got {limit!r}")
+        if not (isinstance(step, (int, float)) and 0 < step <= limit):
+            raise ValueError(f"step must be a number in (0, limit={limit}], got {step!r}")
+        self.limit = float(limit)
+        if key_labels is None:
+            key_labels = [f"k{i}" for i in range(n_keys)]
+        key_labels = [str(label) for label in key_labels]
+        if len(key_labels) != n_keys:
+            raise ValueError(f"key_labels must have one label per key ({n_keys}), got {len(key_labels)}")
+        self.key_labels = key_labels
+        start = self.keys[0] if query is None else self._check_query(query)
+
+        self.sliders = [
+            w.FloatSlider(value=float(start[i]), min=-self.limit, max=self.limit, step=step,
+                          description=f"query[{i}]", readout_format=".2f",
+                          continuous_update=True, layout=w.Layout(width="360px"))
+            for i in range(d_k)
+        ]
+        for slider in self.sliders:
+            slider.add_class("attnlab-playground-query")
+            slider.observe(self.update, names="value")
+        self.weights_html = w.HTML()
+        self.weights_html.add_class("attnlab-playground-weights")
+        self.output_html = w.HTML()
+        self.output_html.add_class("attnlab-playground-output")
+        self.widget = w.VBox([w.HTML("<b>Move the query:</b>"), *self.sliders,
+                              self.weights_html, self.output_html])
+        self.widget.add_class("attnlab-playground")
+        self._holding = False
+        self.update()
+
+    def _check_query(self, query) -> torch.Tensor:
+        q = _as_matrix("query", np.reshape(np.asarray(query, dtype=np.float64), (1, -1)),
+                       cols=self.keys.shape[1])[0]  # (d_k,)
+        if q.abs().max() > self.limit:
+            raise ValueError(f"query coordinates must lie in [-{self.limit}, {self.limit}] "
+                             f"(the slider range), got {q.tolist()}")
+        return q
+
+    @property
+    def query(self) -> np.ndarray:
+        """The query the sliders currently show."""
+        return np.array([s.value for s in self.sliders], dtype=np.float64)
+
+    def view(self, query=None) -> dict:
+        """The numbers shown for `query` (default: the sliders' query), all NumPy arrays:
+        query (d_k,), scores q·k (T,), scaled_scores q·k/sqrt(d_k) (T,), weights (T,),
+        output (d_v,)."""
+        q = torch.as_tensor(self.query) if query is None else self._check_query(query)  # (d_k,)
+        out, weights = scaled_dot_product_attention(q[None], self.keys, self.values)  # (1, d_v), (1, T)
+        scores = self.keys @ q  # (T,)   q·k for each key
+        return {
+            "query": q.numpy().copy(),
+            "scores": scores.numpy(),
+            "scaled_scores": scores.numpy() / math.sqrt(self.keys.shape[1]),
+            "weights": weights[0].numpy(),
+            "output": out[0].numpy(),
+        }
+
+    def text(self, view: dict | None = None) -> str:
+        """The static, printable form of a view: one line per key, then the output."""
+        v = self.view() if view is None else view
+        width = max(len(label) for label in self.key_labels + ["key"])
+        lines = [f"query = {_vector_text(v['query'], 2)}",
+                 f"{'key':<{width}}  {'q·k':>7}  {'/√d_k':>7}  {'weight':>7}"]
+        for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"], v["weights"]):
+            lines.append(f"{label:<{width}}  {s:7.3f}  {ss:7.3f}  {wt:7.3f}  " + "#" * round(wt * 40))
+        lines.append(f"output = {_vector_text(v['output'])}")
+        return "\n".join(lines)
+
+    def set_query(self, query) -> dict:
+        """Move all sliders to `query` at once (one update, as if the user had dragged them)."""
+        q = self._check_query(query)
+        self._holding = True
+        try:
+            for slider, value in zip(self.sliders, q.tolist()):
+                slider.value = value
+        finally:
+            self._holding = False
+        return self.update()
+
+    def update(self, change=None) -> dict:
+        """Recompute from the sliders and refresh the bars and numbers; returns the view."""
+        if self._holding:
+            return {}
+        v = self.view()
+        rows = "".join(
+            f"<tr><td>{html.escape(label)}</td><td>{s:.3f}</td><td>{ss:.3f}</td>"
+            f'<td class="attnlab-weight-value">{wt:.3f}</td><td>{_bar_html(wt, "#4c72b0")}</td></tr>'
+            for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"], v["weights"])
+        )
+        self.weights_html.value = (
+            "<table><tr><th>key</th><th>q·k</th><th>/√d_k</th><th>weight</th><th></th></tr>"
+            f"{rows}</table>"
+        )
+        numbers = ", ".join(f'<span class="attnlab-output-value">{x:.3f}</span>' for x in v["output"])
+        self.output_html.value = f"<b>output</b> = Σ weight · value = [{numbers}]"
+        return v
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+class SoftmaxScaleExplorer:
+    """Notebook 02: a d_k slider and the softmax of the same scores, unscaled and scaled.
+
+    The query and keys are the first d_k coordinates of one fixed random draw
+    (`attnlab.scaling.softmax_pair`), so moving the slider only adds dimensions. The two
+    distributions are drawn side by side as a PNG in an Image widget (no output capture, so
+    executing the notebook headlessly stores no stray figures).
+
+    In the DOM: box `attnlab-dk-explorer`, slider description `d_k` (class `attnlab-dk-slider`),
+    numbers in `attnlab-dk-summary`, figure in `attnlab-dk-plot`.
+    """
+
+    def __init__(self, d_ks=DEFAULT_D_KS, d_k: int | None = None, n_keys: int = 8, seed: int = 0):
+        d_ks = check_d_ks(d_ks)
+        if d_k is None:
+            d_k = d_ks[0]
+        if d_k not in d_ks:
+            raise ValueError(f"d_k must be one of d_ks {d_ks}, got {d_k!r}")
+        self.d_ks, self.n_keys, self.seed = d_ks, n_keys, seed
+        self.slider = w.SelectionSlider(options=d_ks, value=d_k, description="d_k",
+                                        continuous_update=False, layout=w.Layout(width="420px"))
+        self.slider.add_class("attnlab-dk-slider")
+        self.slider.observe(self.update, names="value")
+        self.summary = w.HTML()
+        self.summary.add_class("attnlab-dk-summary")
+        self.image = w.Image(format="png")
+        self.image.add_class("attnlab-dk-plot")
+        self.widget = w.VBox([self.slider, self.summary, self.image])
+        self.widget.add_class("attnlab-dk-explorer")
+        self.update()
+
+    def view(self, d_k: int | None = None) -> dict:
+        """softmax_pair for d_k (default: the slider's), plus each distribution's max weight."""
+        d_k = self.slider.value if d_k is None else d_k
+        v = softmax_pair(d_k, n_keys=self.n_keys, seed=self.seed, max_d_k=max(self.d_ks))
+        v["max_unscaled"] = float(v["unscaled"].max())
+        v["max_scaled"] = float(v["scaled"].max())
+        return v
+
+    def text(self, view: dict | None = None) -> str:
+        """Printable form: per key the score and both weights."""
+        v = self.view() if view is None else view
+        lines = [f"d_k = {v['d_k']}: scores q·k, then softmax(q·k) vs softmax(q·k / sqrt({v['d_k']}))",
+                 f"{'key':>4}  {'q·k':>8}  {'unscaled':>8}  {'scaled':>8}"]
+        for i, (s, a, b) in enumerate(zip(v["scores"], v["unscaled"], v["scaled"])):
+            lines.append(f"{i:>4}  {s:8.2f}  {a:8.3f}  {b:8.3f}")
+        lines.append(f"max weight: unscaled {v['max_unscaled']:.3f}, scaled {v['max_scaled']:.3f}")
+        return "\n".join(lines)
+
+    def draw(self, view: dict | None = None, fig=None):
+        """Both distributions as bar charts side by side; returns the Figure.
+
+        Without `fig` this draws with pyplot (the notebook then calls plt.show()); the widget
+        passes a bare matplotlib Figure and renders it to PNG itself.
+        """
+        v = self.view() if view is None else view
+        if fig is None:
+            import matplotlib.pyplot as plt
+
+            fig = plt.figure(figsize=(9, 3))
+        axes = fig.subplots(1, 2, sharey=True)
+        keys = np.arange(len(v["scores"]))
+        for ax, name, title, color in ((axes[0], "unscaled", "softmax(q·k)", "#c44e52"),
+                                       (axes[1], "scaled", f"softmax(q·k / √{v['d_k']})", "#4c72b0")):
+            ax.bar(keys, v[name], color=color)
+            ax.set_title(f"{title}, d_k = {v['d_k']}")
+            ax.set_xlabel("key")
+            ax.set_xticks(keys)
+            ax.set_ylim(0, 1)
+        axes[0].set_ylabel("attention weight")
+        fig.tight_layout()
+        return fig
+
+    def update(self, change=None) -> dict:
+        """Recompute for the slider's d_k and refresh the numbers and the picture."""
+        from matplotlib.figure import Figure
+
+        v = self.view()
+        self.summary.value = (
+            f"d_k = {v['d_k']}: largest weight unscaled "
+            f'<span class="attnlab-max-unscaled">{v["max_unscaled"]:.3f}</span>, scaled '
+            f'<span class="attnlab-max-scaled">{v["max_scaled"]:.3f}</span>'
+        )
+        fig = self.draw(v, fig=Figure(figsize=(9, 3), dpi=80))
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        self.image.value = buffer.getvalue()
+        return v
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

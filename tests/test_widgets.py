@@ -1,0 +1,160 @@
+"""attnlab.widgets, tested without a browser: move the sliders, read back what the widgets show."""
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab import scaled_dot_product_attention
+from attnlab.scaling import softmax_pair
+from attnlab.widgets import AttentionPlayground, SoftmaxScaleExplorer
+
+Q = [1.0, 0.0, 0.0, 0.0]
+K = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.7, 0.7, 0.0, 0.0]]
+V = [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]
+
+
+def shown_numbers(html_value: str, css_class: str) -> list[float]:
+    """The numbers an HTML widget shows inside elements of `css_class` (what a browser test reads)."""
+    return [float(x) for x in re.findall(rf'class="{css_class}">([-0-9.]+)<', html_value)]
+
+
+@pytest.fixture
+def playground():
+    return AttentionPlayground(K, V, query=Q)
+
+
+def reference(query):
+    out, w = scaled_dot_product_attention(torch.tensor([query], dtype=torch.float64),
+                                          torch.tensor(K, dtype=torch.float64),
+                                          torch.tensor(V, dtype=torch.float64))
+    return out[0].numpy(), w[0].numpy()
+
+
+def test_playground_view_is_the_worked_example(playground):
+    v = playground.view()
+    np.testing.assert_allclose(v["scores"], [1.0, 0.0, 0.7])
+    np.testing.assert_allclose(v["scaled_scores"], [0.5, 0.0, 0.35])
+    out, w = reference(Q)
+    np.testing.assert_allclose(v["weights"], w)
+    np.testing.assert_allclose(v["output"], out)
+    assert v["weights"].argmax() == 0 and v["weights"].sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(v["output"], v["weights"] @ np.array(V))
+
+
+def test_playground_shows_the_weights_and_output_as_text(playground):
+    v = playground.view()
+    assert shown_numbers(playground.weights_html.value, "attnlab-weight-value") == \
+        [round(x, 3) for x in v["weights"].tolist()]
+    assert shown_numbers(playground.output_html.value, "attnlab-output-value") == \
+        [round(x, 3) for x in v["output"].tolist()]
+    assert "attnlab-playground-weights" in playground.weights_html._dom_classes
+    assert "attnlab-playground-output" in playground.output_html._dom_classes
+    assert "attnlab-playground" in playground.widget._dom_classes
+    assert [s.description for s in playground.sliders] == [f"query[{i}]" for i in range(4)]
+    text = playground.text()
+    assert "0.405" in text and "[5.797, 4.203]" in text
+
+
+def test_moving_a_slider_changes_the_weights(playground):
+    before = shown_numbers(playground.weights_html.value, "attnlab-weight-value")
+    playground.sliders[0].value = 0.0
+    playground.sliders[1].value = 2.0  # point the query at key 1
+    after = shown_numbers(playground.weights_html.value, "attnlab-weight-value")
+    assert after != before
+    v = playground.view()
+    np.testing.assert_allclose(v["query"], [0.0, 2.0, 0.0, 0.0])
+    out, w = reference([0.0, 2.0, 0.0, 0.0])
+    np.testing.assert_allclose(v["weights"], w)
+    assert after == [round(x, 3) for x in w.tolist()]
+    assert shown_numbers(playground.output_html.value, "attnlab-output-value") == \
+        [round(x, 3) for x in out.tolist()]
+    assert w.argmax() == 1
+
+
+def test_set_query_updates_once_and_matches_view(playground):
+    calls = []
+    original = playground.view
+    playground.view = lambda query=None: calls.append(query) or original(query)
+    result = playground.set_query([0.0, 0.0, 1.0, 0.0])
+    assert len(calls) == 1  # four sliders moved, one recomputation
+    np.testing.assert_allclose(result["weights"], 1 / 3)  # orthogonal to every key: uniform
+    np.testing.assert_allclose(playground.query, [0.0, 0.0, 1.0, 0.0])
+
+
+def test_a_longer_query_concentrates_the_weight(playground):
+    w0 = [playground.view([c, 0, 0, 0])["weights"][0] for c in (0.5, 1.0, 2.0, 3.0)]
+    assert np.all(np.diff(w0) > 0)
+
+
+def test_labels_are_shown_as_text_not_html():
+    labels = ["<b>bold</b>", "", "ключ & 鍵 " + "x" * 500]
+    p = AttentionPlayground(K, V, key_labels=labels)
+    value = p.weights_html.value
+    assert "<b>bold</b>" not in value and "&lt;b&gt;bold&lt;/b&gt;" in value
+    assert "ключ &amp; 鍵" in value
+    assert "<b>bold</b>" in p.text()  # the plain-text view shows the label as given
+
+
+def test_default_query_is_the_first_key():
+    p = AttentionPlayground(K, V)
+    np.testing.assert_allclose(p.query, K[0])
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(keys=[1.0, 2.0], values=V), ValueError, "keys must be a 2-D matrix"),
+    (dict(keys=K, values=V[:2]), ValueError, "values must have 3 rows"),
+    (dict(keys=K, values=V, query=[1.0, 0.0]), ValueError, "query must have 4 columns"),
+    (dict(keys=K, values=V, query=[9.0, 0, 0, 0]), ValueError, "slider range"),
+    (dict(keys=K, values=V, key_labels=["a"]), ValueError, "one label per key"),
+    (dict(keys="abc", values=V), TypeError, "keys must be a matrix of numbers"),
+    (dict(keys=[[float("nan")] * 4] * 3, values=V), ValueError, "finite"),
+])
+def test_playground_rejects_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        AttentionPlayground(**kwargs)
+
+
+def test_explorer_view_matches_softmax_pair_and_attention():
+    e = SoftmaxScaleExplorer(d_ks=[4, 64, 1024], d_k=64)
+    v = e.view()
+    ref = softmax_pair(64, n_keys=8, seed=0, max_d_k=1024)
+    np.testing.assert_array_equal(v["scaled"], ref["scaled"])
+    _, w = scaled_dot_product_attention(torch.as_tensor(v["query"])[None], torch.as_tensor(v["keys"]),
+                                        torch.zeros(8, 1, dtype=torch.float64), scale=1.0)
+    np.testing.assert_allclose(v["unscaled"], w[0].numpy())
+    assert v["max_unscaled"] == pytest.approx(v["unscaled"].max())
+
+
+def test_explorer_slider_changes_the_distributions():
+    e = SoftmaxScaleExplorer(d_ks=[4, 64, 1024], d_k=4)
+    first_png, first_summary = bytes(e.image.value), e.summary.value
+    assert first_png.startswith(b"\x89PNG")
+    e.slider.value = 1024
+    v = e.view()
+    assert v["d_k"] == 1024
+    assert bytes(e.image.value) != first_png and e.summary.value != first_summary
+    assert shown_numbers(e.summary.value, "attnlab-max-unscaled") == [round(v["max_unscaled"], 3)]
+    assert shown_numbers(e.summary.value, "attnlab-max-scaled") == [round(v["max_scaled"], 3)]
+    assert v["max_unscaled"] > 0.99 > 0.5 > v["max_scaled"]  # unscaled one-hot, scaled spread
+    assert e.slider.description == "d_k"
+    assert "d_k = 1024" in e.text()
+
+
+def test_explorer_draw_returns_two_panels():
+    import matplotlib.pyplot as plt
+
+    e = SoftmaxScaleExplorer(d_ks=[4, 16], d_k=16)
+    fig = e.draw()
+    assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 8
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(d_ks=[]), ValueError, "d_ks"),
+    (dict(d_ks=[4, 0]), ValueError, "positive ints"),
+    (dict(d_ks=[4, 8], d_k=16), ValueError, "d_k must be one of"),
+])
+def test_explorer_rejects_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SoftmaxScaleExplorer(**kwargs)
