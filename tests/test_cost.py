@@ -1,0 +1,226 @@
+"""attnlab.cost: each measuring function checked on cases whose answer is known exactly."""
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import attnlab
+from attnlab import cost, scaling
+
+
+class CumSum(nn.Module):
+    """y_t = x_1 + ... + x_t: every output sees every earlier token with weight exactly 1."""
+
+    def forward(self, x):
+        return x.cumsum(dim=1)
+
+
+# --- measure_times -------------------------------------------------------------------------
+
+def test_measure_times_calls_warmup_calibration_then_repeats():
+    calls = {"a": 0, "b": 0}
+
+    def bump(key):
+        def fn():
+            calls[key] += 1
+        return fn
+
+    result = cost.measure_times({"a": bump("a"), "b": bump("b")}, repeats=4, warmup=2, min_sample_s=0)
+    assert set(result) == {"a", "b"} and all(v >= 0 for v in result.values())
+    assert calls == {"a": 2 + 1 + 4, "b": 2 + 1 + 4}  # warm-up, one calibration call, repeats
+
+
+def test_measure_times_repeats_fast_calls_within_a_sample():
+    calls = []
+    cost.measure_times({"fast": lambda: calls.append(1)}, repeats=3, warmup=0, min_sample_s=0.001)
+    assert len(calls) > 1 + 3 * 5  # a no-op takes far less than 1 ms, so each sample loops
+
+
+def test_measure_times_orders_by_work_and_reports_median_seconds():
+    result = cost.measure_times({"short": lambda: time.sleep(0.001), "long": lambda: time.sleep(0.006)},
+                                repeats=5, warmup=0, min_sample_s=0)
+    assert result["long"] >= 0.006
+    assert result["long"] > result["short"]
+
+
+def test_thread_clock_ignores_time_spent_off_the_cpu():
+    wall = cost.measure_times({"sleep": lambda: time.sleep(0.005)}, repeats=3, warmup=0, min_sample_s=0)
+    cpu = cost.measure_times({"sleep": lambda: time.sleep(0.005)}, repeats=3, warmup=0, min_sample_s=0,
+                             clock="thread")
+    assert wall["sleep"] >= 0.005 and cpu["sleep"] < 0.002
+
+
+def test_thread_clock_refuses_several_torch_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(ValueError, match="set_num_threads"):
+            cost.measure_times({"x": lambda: None}, clock="thread")
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"thunks": {}}, TypeError, "non-empty mapping"),
+    ({"thunks": [lambda: None]}, TypeError, "mapping"),
+    ({"thunks": {"x": 3}}, TypeError, r"thunks\['x'\] must be callable"),
+    ({"thunks": {"x": lambda: None}, "repeats": 0}, ValueError, "repeats"),
+    ({"thunks": {"x": lambda: None}, "warmup": -1}, ValueError, "warmup"),
+    ({"thunks": {"x": lambda: None}, "min_sample_s": -1}, ValueError, "min_sample_s"),
+    ({"thunks": {"x": lambda: None}, "clock": "cpu"}, ValueError, "clock"),
+])
+def test_measure_times_rejects_bad_arguments(kwargs, error, match):
+    thunks = kwargs.pop("thunks")
+    with pytest.raises(error, match=match):
+        cost.measure_times(thunks, **kwargs)
+
+
+# --- peak_memory ---------------------------------------------------------------------------
+
+N = 1_000_000
+
+
+def test_peak_memory_counts_one_allocation_exactly():
+    peak = cost.peak_memory(lambda: torch.empty(N))
+    assert 4 * N <= peak < 4 * N + 1024
+
+
+def test_peak_memory_is_the_peak_not_the_sum():
+    def one_after_another():
+        for _ in range(3):
+            a = torch.empty(N)
+            del a
+
+    def all_at_once():
+        return [torch.empty(N) for _ in range(3)]
+
+    assert cost.peak_memory(one_after_another) < 4 * N + 1024
+    assert cost.peak_memory(all_at_once) >= 3 * 4 * N
+
+
+def test_peak_memory_is_exactly_repeatable_and_sees_the_score_matrix():
+    T, d = 256, 32
+    q, k, v = (torch.randn(1, 1, T, d) for _ in range(3))
+    with torch.no_grad():
+        ours = [cost.peak_memory(lambda: attnlab.scaled_dot_product_attention(q, k, v)) for _ in range(2)]
+        fused = cost.peak_memory(lambda: F.scaled_dot_product_attention(q, k, v))
+    assert ours[0] == ours[1]
+    assert ours[0] >= 2 * 4 * T * T  # scores and weights, both (T, T) float32, alive together
+    assert fused < 4 * T * T  # the fused kernel never holds a whole T×T matrix
+
+
+def test_peak_memory_rejects_non_callables():
+    with pytest.raises(TypeError, match="fn must be a zero-argument callable"):
+        cost.peak_memory(torch.empty(3))
+
+
+def test_peak_memory_keeps_stderr_clean():
+    """The notebook must not print the profiler's start/stop log lines on stderr."""
+    code = "import torch; from attnlab import cost; print(cost.peak_memory(lambda: torch.empty(10)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr == "" and int(out.stdout) >= 40
+
+
+# --- FLOPs ---------------------------------------------------------------------------------
+
+def test_attention_flops_matches_the_counter_and_quadruples_to_sixteen():
+    q, k, v = torch.randn(2, 3, 40, 8), torch.randn(2, 3, 50, 8), torch.randn(2, 3, 50, 6)
+    assert cost.count_flops(lambda: attnlab.scaled_dot_product_attention(q, k, v)) == \
+        cost.attention_flops(40, 50, 8, 6, batch=6)
+    assert cost.attention_flops(4 * 37, 4 * 37, 16) == 16 * cost.attention_flops(37, 37, 16)
+
+
+@pytest.mark.parametrize("T, d, heads", [(10, 16, 2), (33, 24, 3)])
+def test_layer_flops_matches_the_counter(T, d, heads):
+    mha = attnlab.MultiHeadAttention(d, heads)
+    lstm = nn.LSTM(d, d, batch_first=True).double()  # float64: step by step, visible to the counter
+    with torch.no_grad():
+        assert cost.count_flops(lambda: mha(torch.randn(2, T, d))) == cost.layer_flops("attention", T, d, batch=2)
+        assert cost.count_flops(lambda: lstm(torch.randn(2, T, d, dtype=torch.float64))) == \
+            cost.layer_flops("lstm", T, d, batch=2)
+
+
+def test_flop_formulas_reject_bad_arguments():
+    with pytest.raises(ValueError, match="kind"):
+        cost.layer_flops("gru", 10, 8)
+    with pytest.raises(ValueError, match="seq_len"):
+        cost.layer_flops("lstm", 0, 8)
+    with pytest.raises(ValueError, match="d_k"):
+        cost.attention_flops(3, 3, 2.5)
+    with pytest.raises(TypeError, match="fn"):
+        cost.count_flops("not callable")
+
+
+def test_loglog_slope_is_the_series_shared_fit():
+    assert cost.loglog_slope is scaling.loglog_slope
+    T = np.array([64, 128, 256, 512])
+    assert cost.loglog_slope(T, 3e-9 * T**2) == pytest.approx(2.0)
+    assert cost.loglog_slope(T, 5.0 * T) == pytest.approx(1.0)
+
+
+# --- paths, gradients, order ---------------------------------------------------------------
+
+def test_dependency_depth_grows_with_recurrence_and_not_with_attention():
+    torch.manual_seed(0)
+    lstm, mha = nn.LSTM(8, 8, batch_first=True), attnlab.MultiHeadAttention(8, 2)
+    lstm_depth = [cost.dependency_depth(lstm, T, 8) for T in (4, 8, 16)]
+    attn_depth = {cost.dependency_depth(mha, T, 8) for T in (4, 8, 16)}
+    assert lstm_depth[0] >= 4 and lstm_depth[2] - lstm_depth[1] == 2 * (lstm_depth[1] - lstm_depth[0])
+    assert len(attn_depth) == 1
+    assert next(lstm.parameters()).dtype == torch.float32  # measured on a copy
+
+
+def test_dependency_depth_of_a_cumulative_sum():
+    # stack -> cumsum -> select: the first token's leaf is three operations below the output
+    assert cost.dependency_depth(CumSum(), 5, 4) == 3
+
+
+def test_first_token_gradient_is_exact_on_a_cumulative_sum():
+    g = cost.first_token_gradient(CumSum(), [1, 5, 50], 9, n_samples=3)
+    np.testing.assert_allclose(g, [3.0, 3.0, 3.0])  # ∂(Σ y_T)/∂x_1 = (1, ..., 1): norm sqrt(9)
+
+
+def test_first_token_gradient_vanishes_through_an_lstm_but_not_through_attention():
+    torch.manual_seed(0)
+    lstm, mha = nn.LSTM(16, 16, batch_first=True), attnlab.MultiHeadAttention(16, 2)
+    g_lstm = cost.first_token_gradient(lstm, [1, 64], 16, n_samples=4)
+    g_attn = cost.first_token_gradient(mha, [1, 64], 16, n_samples=4)
+    assert g_lstm[1] < 1e-6 * g_lstm[0]
+    assert g_attn[1] > 1e-3 * g_attn[0]
+    np.testing.assert_array_equal(g_lstm, cost.first_token_gradient(lstm, [1, 64], 16, n_samples=4))
+
+
+def test_first_token_gradient_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="distances"):
+        cost.first_token_gradient(CumSum(), [], 4)
+    with pytest.raises(ValueError, match="each distance"):
+        cost.first_token_gradient(CumSum(), [0], 4)
+    with pytest.raises(TypeError, match="layer"):
+        cost.first_token_gradient(lambda x: x, [1], 4)
+    with pytest.raises(ValueError, match=r"\(B, T, d"):
+        cost.first_token_gradient(nn.Flatten(), [2], 4)
+
+
+def test_order_sensitivity_separates_order_blind_from_order_aware_layers():
+    torch.manual_seed(0)
+    x, perm = torch.randn(2, 7, 8), torch.tensor([3, 0, 6, 1, 5, 2, 4])
+    assert cost.order_sensitivity(nn.Linear(8, 8), x, perm) < 1e-6
+    assert cost.order_sensitivity(attnlab.MultiHeadAttention(8, 2), x, perm) < 1e-5
+    assert cost.order_sensitivity(CumSum(), x, perm) > 0.1
+    with pytest.raises(ValueError, match="perm"):
+        cost.order_sensitivity(CumSum(), x, torch.tensor([0, 0, 1, 2, 3, 4, 5]))
+    with pytest.raises(ValueError, match="x must be"):
+        cost.order_sensitivity(CumSum(), x[0], perm)
+
+
+def test_format_table_aligns_columns():
+    text = cost.format_table(["T", "ms"], [(64, "1.5"), (1024, "30.25")])
+    lines = text.splitlines()
+    assert lines[0] == "T     ms" and lines[1] == "----  -----" and lines[3] == "1024  30.25"
+    with pytest.raises(ValueError, match="2 cells"):
+        cost.format_table(["T", "ms"], [(1,)])
