@@ -10,6 +10,10 @@ export PYTHONHASHSEED := 0
 export KERAS_BACKEND := torch
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export JUPYTER_PLATFORM_DIRS := 1
+# The MobileNetV2 weights kept beside the repository (../shared/assets), unless set already.
+ifneq ($(wildcard ../shared/assets),)
+export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
+endif
 
 .PHONY: setup run test lab notebooks sync fetch doctor slides html clean lock
 

@@ -1,0 +1,256 @@
+"""attnlab.retrieval: Keras on torch, Fashion-MNIST as Keras returns it, embeddings equal to the
+Keras model's, input checks, cosine nearest neighbours and their scores, the perturbations.
+Never downloads: the downloader and socket connections fail the test."""
+import os
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab import assets, retrieval
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setattr(assets, "_download", lambda a: pytest.fail(f"test tried to download {a.name}"))
+    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("test used the network"))
+    shared = ROOT.parent / "shared" / "assets"
+    if "ATTNLAB_ASSETS" not in os.environ and shared.is_dir():  # the repository's sibling folder
+        monkeypatch.setenv("ATTNLAB_ASSETS", str(shared))
+
+
+def need(*names):
+    """Skip (saying why) when this machine lacks an asset; CI has them all."""
+    for name in names:
+        try:
+            assets.require(name)
+        except assets.AssetError as e:
+            pytest.skip(f"asset missing here: {str(e).splitlines()[0]}")
+
+
+@pytest.fixture(scope="module")
+def images():
+    """A fixed mix of 24 test images (all classes), or synthetic ones if the data is absent."""
+    try:
+        (_, _), (x, y) = retrieval.load_fashion_mnist()
+        return x[:24]
+    except assets.AssetError:
+        return np.random.default_rng(0).integers(0, 256, (24, 28, 28), dtype=np.uint8)
+
+
+# --- Keras on torch -------------------------------------------------------------------------
+
+def test_import_keras_uses_torch():
+    keras = retrieval.import_keras()
+    assert keras.backend.backend() == "torch"
+
+
+def test_import_keras_refuses_another_backend_before_import(monkeypatch):
+    monkeypatch.delitem(sys.modules, "keras", raising=False)
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    with pytest.raises(RuntimeError, match="KERAS_BACKEND is 'jax', attnlab needs 'torch'"):
+        retrieval.import_keras()
+
+
+def test_import_keras_refuses_a_keras_already_on_another_backend(monkeypatch):
+    keras = retrieval.import_keras()
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    with pytest.raises(RuntimeError, match="already imported with the 'tensorflow' backend"):
+        retrieval.import_keras()
+
+
+# --- data -------------------------------------------------------------------------------------
+
+def test_load_fashion_mnist_matches_keras_layout():
+    need("fashion-mnist/train-images", "fashion-mnist/train-labels", "fashion-mnist/t10k-images",
+         "fashion-mnist/t10k-labels")
+    (x_train, y_train), (x_test, y_test) = retrieval.load_fashion_mnist()
+    assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
+    assert y_train.shape == (60000,) and y_test.shape == (10000,)
+    assert x_train.dtype == x_test.dtype == y_train.dtype == y_test.dtype == np.uint8
+    assert np.bincount(y_train).tolist() == [6000] * 10 and np.bincount(y_test).tolist() == [1000] * 10
+    assert y_test[:10].tolist() == [9, 2, 1, 1, 6, 1, 4, 6, 5, 7]  # the published first labels
+
+
+# --- embeddings -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha", [0.35, 0.5])
+def test_embeddings_are_the_keras_models(images, alpha):
+    need(f"mobilenet_v2_{alpha:g}")
+    ours = retrieval.embed_images(images, alpha=alpha)
+    keras_way = retrieval.embed_images_keras(images, alpha=alpha)
+    assert ours.shape == keras_way.shape == (len(images), 1280) and ours.dtype == np.float32
+    cos = (ours * keras_way).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1))
+    assert cos.min() >= 0.99
+    np.testing.assert_allclose(ours, keras_way, atol=2e-3, rtol=1e-3)
+
+
+def test_embeddings_do_not_depend_on_batching(images):
+    need("mobilenet_v2_0.35")
+    one_batch = retrieval.embed_images(images)
+    small = retrieval.embed_images(images, batch_size=5)
+    # oneDNN picks its convolution algorithm by batch size: equal up to float rounding
+    np.testing.assert_allclose(one_batch, small, atol=2e-4, rtol=1e-4)
+    assert retrieval.embed_images(images[:0]).shape == (0, 1280)
+
+
+def test_embeddings_are_distinct_and_finite(images):
+    need("mobilenet_v2_0.35")
+    emb = retrieval.embed_images(images[:8])
+    assert np.isfinite(emb).all() and (emb >= 0).all()  # ReLU6 then an average
+    assert len({row.tobytes() for row in emb}) == 8
+
+
+def test_model_is_channels_last_whatever_keras_json_says():
+    need("mobilenet_v2_0.35")
+    keras = retrieval.import_keras()
+    before = keras.config.image_data_format()
+    keras.config.set_image_data_format("channels_first")  # as a user's ~/.keras/keras.json may
+    try:
+        model = retrieval._mobilenet_v2.__wrapped__(0.35)  # a fresh build, not the cached one
+        assert model.input_shape == (None, 96, 96, 3) and model.output_shape == (None, 1280)
+        assert keras.config.image_data_format() == "channels_first", "the user's setting is restored"
+    finally:
+        keras.config.set_image_data_format(before)
+
+
+def test_public_name_is_exported():
+    import attnlab
+
+    assert attnlab.embed_images is retrieval.embed_images
+    assert attnlab.load_fashion_mnist is retrieval.load_fashion_mnist
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (np.zeros((2, 28, 28), np.float32), TypeError, "dtype uint8"),
+    ([[[0]]], TypeError, "numpy array"),
+    (np.zeros((28, 28), np.uint8), ValueError, "for one image use images\\[None\\]"),
+    (np.zeros((2, 28, 28, 3), np.uint8), ValueError, "shape \\(N, H, W\\)"),
+    (np.zeros((2, 0, 28), np.uint8), ValueError, "shape \\(N, H, W\\)"),
+])
+def test_embed_images_rejects_bad_images(bad, error, message):
+    with pytest.raises(error, match=message):
+        retrieval.embed_images(bad)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"alpha": 0.75}, "alpha must be one of \\(0.35, 0.5\\), got 0.75"),
+    ({"alpha": "0.35"}, "alpha must be one of"),
+    ({"batch_size": 0}, "batch_size must be a positive int, got 0"),
+    ({"batch_size": 2.0}, "batch_size must be a positive int"),
+])
+def test_embed_images_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        retrieval.embed_images(np.zeros((1, 28, 28), np.uint8), **kwargs)
+
+
+def test_preprocess_scales_resizes_and_copies_grey():
+    x = np.zeros((2, 28, 28), np.uint8)
+    x[1] = 255
+    x[0, :, 14:] = 255
+    out = retrieval.preprocess(x)
+    assert out.shape == (2, 3, 96, 96) and out.dtype == torch.float32
+    assert torch.equal(out[:, 0], out[:, 1]) and torch.equal(out[:, 0], out[:, 2])
+    assert out[0, 0, :, :40].eq(-1).all() and out[0, 0, :, 56:].eq(1).all() and out[1].eq(1).all()
+    row = out[0, 0, 0]
+    assert (row[1:] >= row[:-1]).all(), "bilinear: a monotone step stays monotone"
+
+
+def test_tensorflow_same_padding():
+    assert retrieval._same_padding(96, 3, 2) == (0, 1)   # the extra pixel goes after
+    assert retrieval._same_padding(95, 3, 2) == (1, 1)
+    assert retrieval._same_padding(12, 3, 1) == (1, 1)
+    assert retrieval._same_padding(12, 1, 1) == (0, 0)
+
+
+# --- retrieval and scores ---------------------------------------------------------------------
+
+def test_nearest_neighbours_by_cosine():
+    db = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [10.0, 0.0]])
+    q = np.array([[2.0, 0.1], [0.0, 3.0], [1.0, 0.9]])
+    nn = retrieval.nearest_neighbours(q, db, k=2)
+    assert nn.tolist() == [[0, 3], [1, 2], [2, 0]]  # ties (rows 0 and 3 are parallel) keep index order
+    assert retrieval.nearest_neighbours(q * 7.5, db).tolist() == [[0], [1], [2]]  # scale-free
+    assert retrieval.nearest_neighbours(torch.tensor(q), db).shape == (3, 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"k": 0}, "k must be an int in \\[1, 4\\]"),
+    ({"k": 5}, "k must be an int in \\[1, 4\\]"),
+    ({"database": np.ones((4, 3))}, "same width, got 2 and 3"),
+    ({"queries": np.ones(2)}, "queries must be a 2-D numeric array"),
+])
+def test_nearest_neighbours_rejects_bad_arguments(kwargs, message):
+    args = {"queries": np.ones((2, 2)), "database": np.ones((4, 2)), "k": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        retrieval.nearest_neighbours(**args)
+
+
+def test_same_class_rates_top1_and_precision_at_k():
+    db_labels = np.array([0, 0, 1, 1, 2])
+    q_labels = np.array([0, 1, 2, 2])
+    nn = np.array([[0, 2], [0, 3], [4, 0], [1, 2]])
+    rates = retrieval.same_class_rates(q_labels, db_labels, nn)
+    assert rates == {"top1": 0.5, "top2": 3 / 8}
+    assert retrieval.same_class_rates(q_labels, db_labels, nn[:, :1]) == {"top1": 0.5}
+    with pytest.raises(ValueError, match="query_labels must have shape \\(4,\\)"):
+        retrieval.same_class_rates(q_labels[:3], db_labels, nn)
+
+
+def test_per_class_top1_and_chance():
+    db_labels = np.array([0, 0, 1, 1])
+    q_labels = np.array([0, 0, 1])
+    nn = np.array([[0], [2], [3]])
+    per = retrieval.per_class_top1(q_labels, db_labels, nn, n_classes=3)
+    assert per[0] == 0.5 and per[1] == 1.0 and np.isnan(per[2])
+    # P(query class) * P(database class): 2/3 * 1/2 + 1/3 * 1/2
+    assert retrieval.chance_top1(q_labels, db_labels) == pytest.approx(0.5)
+    assert retrieval.chance_top1(np.arange(10), np.repeat(np.arange(10), 3)) == pytest.approx(0.1)
+
+
+def test_pixel_features():
+    x = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(2, 4, 3)
+    f = retrieval.pixel_features(x)
+    assert f.shape == (2, 12) and f.dtype == np.float32 and f[1, 0] == 12
+
+
+# --- perturbations ----------------------------------------------------------------------------
+
+def test_shift_moves_the_item_and_fills_with_black():
+    x = np.zeros((40, 5, 5), np.uint8)
+    x[:, 2, 2] = 200
+    out = retrieval.perturb(x, "shift", 2, seed=3)
+    positions = {tuple(np.argwhere(img)[0]) for img in out}
+    assert positions == {(0, 2), (4, 2), (2, 0), (2, 4)}  # all four directions occur
+    assert (out.sum(axis=(1, 2)) == 200).all()
+    np.testing.assert_array_equal(out, retrieval.perturb(x, "shift", 2, seed=3))  # seeded
+    assert not retrieval.perturb(x, "shift", 3).any()  # moved out of the frame: all black
+    assert not retrieval.perturb(x, "shift", 9).any()
+
+
+def test_noise_and_invert():
+    x = np.random.default_rng(0).integers(0, 256, (50, 28, 28), dtype=np.uint8)
+    for kind in ("shift", "noise", "invert"):
+        np.testing.assert_array_equal(retrieval.perturb(x, kind, 0), x)
+    grey = np.full((20, 28, 28), 128, np.uint8)
+    noisy = retrieval.perturb(grey, "noise", 16, seed=1).astype(float)
+    assert abs(noisy.std() - 16) < 0.5 and abs(noisy.mean() - 128) < 0.5
+    np.testing.assert_array_equal(retrieval.perturb(x, "invert", 1.0), 255 - x)
+    assert (retrieval.perturb(x, "invert", 0.5) == 128).all()  # 127.5 rounds to even
+    assert retrieval.perturb(x, "noise", 1000).dtype == np.uint8
+
+
+@pytest.mark.parametrize("kind, amount, message", [
+    ("blur", 1, "kind must be 'shift', 'noise' or 'invert', got 'blur'"),
+    ("noise", -1, "amount must be a number >= 0, got -1"),
+    ("shift", 1.5, "whole number of pixels"),
+    ("invert", 1.5, "amount must be in \\[0, 1\\]"),
+])
+def test_perturb_rejects_bad_arguments(kind, amount, message):
+    with pytest.raises(ValueError, match=message):
+        retrieval.perturb(np.zeros((1, 4, 4), np.uint8), kind, amount)
