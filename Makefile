@@ -50,6 +50,12 @@ fetch: setup        ## download and verify every asset (before class)
 doctor: setup       ## one line per asset: present and verified?
 	$(BIN)/python -m attnlab doctor
 
+slides: setup       ## one reveal.js deck per notebook into build/slides/ (NB=02 for one); works offline once built
+	$(BIN)/python -m attnlab.site slides $(NB)
+
+html: setup         ## the executed notebooks as a static site in build/site/ (open build/site/index.html)
+	$(BIN)/python -m attnlab.site html $(NB)
+
 clean:
 	rm -rf build test-artifacts
 

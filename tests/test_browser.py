@@ -1,0 +1,360 @@
+"""The widgets in a real browser: JupyterLab on localhost, driven in headless Chromium.
+
+Unit tests prove what the widgets compute; only a browser proves that a student who moves a
+slider or types a review sees the change. This starts JupyterLab on 127.0.0.1 (free port,
+random token, settings and workspaces in a temp folder, autosave off) serving a temp copy of
+notebooks 01 and 06 — the stored notebooks are never opened, so they cannot be modified —
+then runs every cell of each notebook in Debian's Chromium through Playwright and uses the
+widgets the way a student does. Screenshots go to test-artifacts/browser/ (also on failure,
+with the server's log).
+
+Needs the Debian package `chromium` (/usr/bin/chromium; Playwright never downloads a browser
+here); skipped, saying so, when it is absent. Every wait is on an explicit condition with a
+generous bound, for slow 2-core CI machines.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-dev-shm-usage"]
+
+# Upper bounds (seconds) for explicit conditions: generous, since a slow 2-core machine with
+# other work on it is the case to survive. A passing run takes far less.
+SERVER_START = 120
+KERNEL_READY = 120
+RUN_ALL = 300
+WIDGET_UPDATE = 60
+
+if not CHROMIUM.exists():
+    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing): "
+                "`apt-get install chromium` to run the browser tests", allow_module_level=True)
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+
+def _notebook(prefix: str) -> Path:
+    found = sorted(NOTEBOOKS.glob(f"{prefix}_*.ipynb"))
+    assert found, f"no notebooks/{prefix}_*.ipynb to test"
+    return found[0]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# JupyterLab user settings for the test: nothing saved behind our back, no news or update
+# checks (no network, no pop-up over the notebook), every cell kept in the DOM.
+_LAB_SETTINGS = {
+    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/extensionmanager-extension/plugin": {"enabled": False},
+}
+
+
+class Lab:
+    """A JupyterLab server started for the tests and stopped with everything it started."""
+
+    def __init__(self, root: Path, home: Path, log: Path):
+        self.root, self.port, self.token = root, _free_port(), secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log
+        for plugin, values in _LAB_SETTINGS.items():
+            path = home / "settings" / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's own inline backend
+        env.update({"PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch",
+               "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUPYTER_PLATFORM_DIRS": "1",
+               "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+               "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+               "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")})
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}",
+               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               "--LabApp.extension_manager=readonly"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")  # CI and containers run as root; the server is local-only
+        self._log = open(log, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def api(self, method: str, path: str, timeout: float = 10):
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + SERVER_START
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
+            with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
+                if self.api("GET", "/api/status", timeout=5) is not None:
+                    return
+            time.sleep(0.5)
+        raise TimeoutError(f"JupyterLab did not answer on {self.url} within {SERVER_START} s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        self._log.flush()
+        return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def stop(self):
+        """Shut the kernels down, then the server; kill its process group if it hangs."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                for kernel in self.api("GET", "/api/kernels") or []:
+                    self.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30)
+            with contextlib.suppress(Exception):
+                self.api("POST", "/api/shutdown")
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait(timeout=10)
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path_factory.mktemp("lab-notebooks")
+    for prefix in ("01", "06"):  # copies: the stored notebooks stay untouched
+        for source in NOTEBOOKS.glob(f"{prefix}_*.ipynb"):
+            shutil.copyfile(source, root / source.name)
+    server = Lab(root, tmp_path_factory.mktemp("lab-home"), ARTIFACTS / "jupyterlab.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    # Only the local server may be reached: anything else would be a test touching the network.
+    blocked: list[str] = []
+
+    def local_only(route):
+        url = route.request.url
+        if url.startswith((lab.url, "data:", "blob:")):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    page.route("**/*", local_only)
+    page.blocked = blocked
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@contextlib.contextmanager
+def evidence(page, lab, name: str):
+    """On any failure, keep a full-page screenshot and the server log tail next to the others."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(ARTIFACTS / f"{name}-failure.png"), full_page=True)
+        print(f"--- JupyterLab log tail ---\n{lab.log_tail()}")
+        raise
+
+
+# JavaScript run in the page (JupyterLab exposes its app as window.jupyterapp with
+# --LabApp.expose_app_in_browser). A notebook is found by path among the main-area widgets.
+_FIND_PANEL = """(path) => {
+  const app = window.jupyterapp;
+  if (!app || !app.shell) return null;
+  return Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path) || null;
+}"""
+
+_KERNEL_IDLE = f"""(path) => {{
+  const panel = ({_FIND_PANEL})(path);
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                 && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}}"""
+
+_START_RUN_ALL = f"""(path) => {{
+  const app = window.jupyterapp;
+  const panel = ({_FIND_PANEL})(path);
+  app.shell.activateById(panel.id);
+  window.__attnlabRunAll = undefined;
+  app.commands.execute('notebook:run-all-cells').then(
+    ok => {{ window.__attnlabRunAll = ok === false ? 'a cell failed' : 'ok'; }},
+    err => {{ window.__attnlabRunAll = 'error: ' + err; }});
+}}"""
+
+
+def open_and_run(page, lab, name: str):
+    """Open notebook `name` in JupyterLab, wait for its kernel, run all cells, check none failed."""
+    page.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}")
+    try:
+        page.wait_for_function(_KERNEL_IDLE, arg=name, timeout=KERNEL_READY * 1000)
+    except PlaywrightTimeout:
+        dialogs = " | ".join(page.locator(".jp-Dialog").all_inner_texts())
+        raise AssertionError(f"{name}: no idle kernel within {KERNEL_READY} s"
+                             + (f"; JupyterLab shows a dialog: {dialogs}" if dialogs else "")) from None
+    page.evaluate(_START_RUN_ALL, name)
+    try:
+        page.wait_for_function("window.__attnlabRunAll !== undefined", timeout=RUN_ALL * 1000)
+    except PlaywrightTimeout:
+        running = page.locator(".jp-CodeCell .jp-InputPrompt", has_text="[*]")
+        where = running.first.locator("xpath=../..").inner_text()[:300] if running.count() else "?"
+        raise AssertionError(f"{name}: run all cells did not finish within {RUN_ALL} s; still running: {where}") from None
+    result = page.evaluate("window.__attnlabRunAll")
+    stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert result == "ok", f"running all cells of {name}: {result}\n" + "\n".join(stderr.all_inner_texts())[-3000:]
+
+
+def drag_slider(page, slider, pixels: float = 60):
+    """Drag a slider's handle as a mouse would, towards the side with more room."""
+    handle, track = slider.locator(".noUi-handle"), slider.locator(".noUi-base")
+    handle.scroll_into_view_if_needed()
+    box, rail = handle.bounding_box(), track.bounding_box()
+    assert box and rail, "the slider is not on screen"
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    direction = 1 if x < rail["x"] + rail["width"] / 2 else -1
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + direction * pixels, y, steps=10)
+    page.mouse.up()
+
+
+def texts(locator) -> list[str]:
+    return [t.strip() for t in locator.all_inner_texts()]
+
+
+def test_playground_slider_moves_the_weights(page, lab):
+    name = _notebook("01").name
+    with evidence(page, lab, "01-playground"):
+        open_and_run(page, lab, name)
+        playground = page.locator(".attnlab-playground")
+        expect(playground).to_be_visible(timeout=WIDGET_UPDATE * 1000)
+        playground.scroll_into_view_if_needed()
+        weights = playground.locator(".attnlab-playground-weights .attnlab-weight-value")
+        expect(weights.first).to_be_visible()
+        before = texts(weights)
+        assert len(before) >= 2 and abs(sum(map(float, before)) - 1) < 0.01, before
+        playground.screenshot(path=str(ARTIFACTS / "01-playground-before.png"))
+
+        drag_slider(page, playground.locator(".attnlab-playground-query").first)
+
+        page.wait_for_function(
+            """([selector, before]) => {
+                 const now = Array.from(document.querySelectorAll(selector)).map(e => e.textContent.trim());
+                 return now.length === before.length && now.some((t, i) => t !== before[i]);
+               }""",
+            arg=[".attnlab-playground .attnlab-playground-weights .attnlab-weight-value", before],
+            timeout=WIDGET_UPDATE * 1000)
+        after = texts(weights)
+        assert after != before and abs(sum(map(float, after)) - 1) < 0.01, (before, after)
+        playground.screenshot(path=str(ARTIFACTS / "01-playground-after.png"))
+    assert not page.blocked, f"the page tried to reach the network: {page.blocked}"
+
+
+def _prediction(model) -> str:
+    """What a model's verdict shows: its label and probability, e.g. 'positive 0.973'."""
+    return (f"{model.locator('.attnlab-sentiment-label').inner_text().strip()} "
+            f"{model.locator('.attnlab-sentiment-probability').inner_text().strip()}")
+
+
+def _type_review(app, text: str):
+    """Clear the review box, type `text` key by key and press Enter, as a student does."""
+    box = app.locator(".attnlab-sentiment-input input")
+    box.click()
+    box.fill("")
+    box.press_sequentially(text)
+    box.press("Enter")
+
+
+def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
+    name = _notebook("06").name
+    with evidence(page, lab, "06-sentiment"):
+        open_and_run(page, lab, name)
+        app = page.locator(".attnlab-sentiment").first
+        expect(app).to_be_visible(timeout=WIDGET_UPDATE * 1000)
+        app.scroll_into_view_if_needed()
+        result = app.locator(".attnlab-sentiment-result")
+        echo = result.locator(".attnlab-sentiment-echo")
+        minilm = result.locator('.attnlab-sentiment-model[data-model="minilm"]')
+        expect(minilm.locator(".attnlab-sentiment-label")).to_have_count(1)
+        before = _prediction(minilm)
+        app.screenshot(path=str(ARTIFACTS / "06-sentiment-before.png"))
+
+        # A review of the opposite sentiment, in words the models were trained on.
+        if before.startswith("positive"):
+            review, expected = "the film was awful and the plot was boring", "negative"
+        else:
+            review, expected = "the film was wonderful and the acting was brilliant", "positive"
+        _type_review(app, review)
+        expect(echo).to_have_text(review, timeout=WIDGET_UPDATE * 1000)
+        after = _prediction(minilm)
+        assert after != before, f"the prediction did not change: {before!r} -> {after!r}"
+        assert after.startswith(expected), f"{review!r} read as {after!r}"
+        app.screenshot(path=str(ARTIFACTS / "06-sentiment-review.png"))
+
+        markup = "<b>x</b><script>"
+        _type_review(app, markup)
+        expect(echo).to_have_text(markup, timeout=WIDGET_UPDATE * 1000)  # the characters, as text
+        assert echo.locator("b, script").count() == 0
+        assert result.locator("script").count() == 0
+        assert page.locator("b", has_text=re.compile(r"^\s*x\s*$")).count() == 0, "<b>x</b> became bold text"
+        app.screenshot(path=str(ARTIFACTS / "06-sentiment-html-as-text.png"))
+    assert not page.blocked, f"the page tried to reach the network: {page.blocked}"

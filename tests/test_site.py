@@ -1,0 +1,281 @@
+"""`make slides` and `make html` (attnlab.site): slide rules, offline pages, the site's index.
+
+The builds here use a stand-in for the npm packages (the same file layout, placeholder
+JavaScript), so no test touches the network; the last test opens real builds in Chromium with
+every non-file request refused, to prove they work offline.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from attnlab import site
+from attnlab.runner import notebook_paths
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "site"
+PNG = base64.b64decode(  # 1x1 transparent PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+
+
+def _code(source, outputs=(), count=1):
+    cell = new_code_cell(source, execution_count=count)
+    cell.outputs = list(outputs)
+    return cell
+
+
+def _lesson(title="Attention by hand", executed=True):
+    """A small executed notebook in the series' style: heading, prose, code, result, ..."""
+    count = (lambda n: n) if executed else (lambda n: None)
+    return new_notebook(cells=[
+        new_markdown_cell(f"# {title}\n\nWeights are $\\mathrm{{softmax}}(q k^\\top / \\sqrt{{d_k}})$."),
+        _code("import numpy as np", count=count(1)),
+        new_markdown_cell("## Scores\n\n$$ s = q \\cdot k $$"),
+        _code("print(0.5)", [new_output("stream", name="stdout", text="0.500\n")], count(2)),
+        new_markdown_cell("A plot of it."),
+        _code("plt.show()", [new_output("display_data", data={"image/png": base64.b64encode(PNG).decode(),
+                                                             "text/plain": "<Figure>"})], count(3)),
+        new_markdown_cell("### The playground"),
+        _code("playground.widget", [new_output(
+            "execute_result", execution_count=4,
+            data={site.WIDGET_VIEW: {"model_id": "ab" * 16, "version_major": 2, "version_minor": 0},
+                  "text/plain": "VBox(children=(...))"})], count(4)),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                 "widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    paths = []
+    for name, title in (("01_by_hand", "Attention by hand"), ("02_scale", "Why <scale> & divide")):
+        path = folder / f"{name}.ipynb"
+        nbformat.write(_lesson(title), path)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def fake_modules(tmp_path):
+    """node_modules with the locked versions and the files the builds copy (placeholder content)."""
+    modules = tmp_path / "node_modules"
+    lock = json.loads((site.WEB / "package-lock.json").read_text())
+    for key, meta in lock["packages"].items():
+        if key.startswith("node_modules/"):
+            package = modules / key.removeprefix("node_modules/")
+            package.mkdir(parents=True)
+            (package / "package.json").write_text(json.dumps({"version": meta["version"]}))
+            (package / "LICENSE").write_text("licence text")
+    for rel in ("reveal.js/dist/reveal.js", "reveal.js/dist/reveal.css", "reveal.js/dist/theme/white.css",
+                "reveal.js/plugin/notes/notes.js", "mathjax/es5/tex-svg-full.js"):
+        (modules / rel).parent.mkdir(parents=True, exist_ok=True)
+        (modules / rel).write_text("/* placeholder */")
+    return modules
+
+
+def _local_refs(page: str) -> list[str]:
+    """Relative URLs of scripts and style sheets a page loads."""
+    refs = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page) + re.findall(r'<link[^>]*\bhref="([^"]+)"', page)
+    return [r for r in refs if not urlparse(r).scheme]
+
+
+# ----------------------------------------------------------------------------- rules and checks
+
+def test_slide_types_follow_headings_and_steps_and_keep_explicit_metadata():
+    nb = _lesson()
+    nb.cells[4].metadata["slideshow"] = {"slide_type": "notes"}  # an author's choice wins
+    typed = site.assign_slide_types(nb)
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in typed.cells]
+    # heading, code, ## heading, code, (notes), plot code, ### heading, widget code
+    assert kinds == ["slide", "-", "slide", "-", "notes", "-", "subslide", "-"]
+    assert "slideshow" not in _lesson().cells[0].metadata  # the input notebook is not modified
+
+    steps = new_notebook(cells=[new_markdown_cell("# T"), new_markdown_cell("more prose"), _code("x"),
+                                _code("plot(x)"), new_markdown_cell("so x is"), new_markdown_cell("and")])
+    assert [c.metadata["slideshow"]["slide_type"] for c in site.assign_slide_types(steps).cells] \
+        == ["slide", "-", "-", "subslide", "subslide", "-"]
+
+
+def test_describe_reads_the_title_and_the_first_paragraph():
+    title, summary = site.describe(_lesson("Why divide by √d_k"), "fallback")
+    assert title == "Why divide by √d_k"
+    assert summary.startswith("Weights are $\\mathrm{softmax}")
+    assert site.describe(new_notebook(cells=[_code("x")]), "03_x") == ("03_x", "")
+
+
+@pytest.mark.parametrize("page, remote", [
+    ('<script src="https://cdn.example/require.js"></script>', ["https://cdn.example/require.js"]),
+    ('<link rel="stylesheet" href="//cdn.example/a.css">', ["//cdn.example/a.css"]),
+    ("<style>@import url(https://fonts.example/css);</style>", ["https://fonts.example/css"]),
+    ("<img src='http://example.org/x.png'>", ["http://example.org/x.png"]),
+    ("<script type=\"module\">import m from 'https://cdn.example/m.mjs';</script>", ["https://cdn.example/m.mjs"]),
+    ('<div style="background: url(\'https://example.org/bg.png\')"></div>', ["https://example.org/bg.png"]),
+    # links a reader may follow are fine, and so is everything local or inline
+    ('<a href="https://arxiv.org/abs/1706.03762">paper</a><link rel="next" href="https://x.org/n">', []),
+    ('<script src="_static/reveal.js/dist/reveal.js"></script><img src="data:image/png;base64,AA==">', []),
+])
+def test_external_resources_finds_what_a_page_would_load_from_the_network(page, remote):
+    assert site.external_resources(page) == remote
+
+
+def test_unexecuted_notebook_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "03_train.ipynb"
+    nbformat.write(_lesson(executed=False), path)
+    with pytest.raises(ValueError, match=r"03_train.ipynb has code cells that were never executed.*make notebooks NB=03"):
+        site.load_executed(path)
+    with pytest.raises(FileNotFoundError, match="make notebooks NB=04"):
+        site.load_executed(tmp_path / "04_missing.ipynb")
+
+
+def test_widgets_become_a_note_and_their_state_is_dropped(notebooks):
+    nb = site.load_executed(notebooks[0])
+    assert "widgets" not in nb.metadata
+    widget_output = nb.cells[-1].outputs[0]
+    assert widget_output["data"] == {"text/html": site.WIDGET_NOTE}
+
+
+def test_vendor_without_npm_says_what_to_install(tmp_path):
+    with pytest.raises(RuntimeError, match=r"reveal\.js 5\.2\.1.*apt-get install npm"):
+        site.vendor(tmp_path / "vendor", npm="attnlab-no-such-npm")
+
+
+def test_vendor_reuses_installed_packages_without_npm(tmp_path, fake_modules):
+    vendor_dir = tmp_path / "vendor"
+    vendor_dir.mkdir()
+    fake_modules.rename(vendor_dir / "node_modules")
+    assert site.vendor(vendor_dir, npm="attnlab-no-such-npm") == vendor_dir / "node_modules"
+
+
+def test_bad_kind_is_refused(notebooks, fake_modules):
+    with pytest.raises(ValueError, match="kind must be 'html' or 'slides', got 'pdf'"):
+        site.build("pdf", notebooks, modules=fake_modules)
+
+
+# ----------------------------------------------------------------------------- builds
+
+def test_html_site_has_an_index_and_offline_pages(notebooks, fake_modules, tmp_path):
+    out = tmp_path / "site"
+    pages = site.build("html", notebooks, out, modules=fake_modules)
+    assert [p.name for p in pages] == ["01_by_hand.html", "02_scale.html"]
+
+    index = (out / "index.html").read_text()
+    assert '<a href="01_by_hand.html">Attention by hand</a>' in index
+    assert "Why &lt;scale&gt; &amp; divide" in index and "<scale>" not in index
+    assert "\\mathrm{softmax}" in index  # the summary, with its math left to MathJax
+
+    first = pages[0].read_text()
+    assert "data:image/png;base64," in first  # plots are inside the page
+    assert "0.500" in first and "Scores" in first
+    assert site.WIDGET_NOTE in first and "widget-state+json" not in first
+    assert 'href="02_scale.html"' in first and 'href="index.html"' in first  # navigation
+    for page in [index, *(p.read_text() for p in pages)]:
+        assert site.external_resources(page) == []
+        for ref in _local_refs(page):
+            assert (out / ref).exists(), ref
+    assert (out / "_static/mathjax/tex-svg-full.js").exists() and (out / "_static/mathjax/LICENSE").exists()
+    assert not (out / "_static/reveal.js").exists()  # the site needs no reveal.js
+
+
+def test_slides_are_offline_decks_with_one_section_per_slide(notebooks, fake_modules, tmp_path):
+    out = tmp_path / "slides"
+    decks = site.build("slides", notebooks, out, modules=fake_modules)
+    assert [p.name for p in decks] == ["01_by_hand.slides.html", "02_scale.slides.html"]
+    deck = decks[0].read_text()
+    # slide "# Attention by hand"; slide "## Scores" with subslides "A plot of it." (prose after
+    # code) and "### The playground": 2 outer <section>s holding 1 + 3 vertical ones
+    body = deck[deck.index('<div class="slides">'):]
+    assert body.count("<section") == 2 + 4
+    assert '<script src="_static/reveal.js/dist/reveal.js"></script>' in deck
+    assert "Reveal.initialize" in deck and "require(" not in deck
+    for ref in _local_refs(deck):
+        assert (out / ref).exists(), ref
+    assert site.external_resources(deck) == []
+    assert '<a href="01_by_hand.slides.html">' in (out / "index.html").read_text()
+
+
+def test_rebuilding_one_notebook_keeps_the_others_in_the_index(notebooks, fake_modules, tmp_path):
+    out = tmp_path / "site"
+    site.build("html", notebooks, out, modules=fake_modules)
+    site.build("html", notebooks[1:], out, modules=fake_modules)
+    index = (out / "index.html").read_text()
+    assert 'href="01_by_hand.html"' in index and 'href="02_scale.html"' in index
+    assert 'href="01_by_hand.html" rel="prev"' in (out / "02_scale.html").read_text()
+
+
+def test_a_page_that_would_load_from_a_cdn_is_not_written(tmp_path, fake_modules):
+    nb = _lesson()
+    nb.cells.append(new_markdown_cell('<img src="https://example.org/diagram.png">'))
+    path = tmp_path / "05_cdn.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(RuntimeError, match=r"05_cdn.html would load from the network.*diagram.png"):
+        site.build("html", [path], tmp_path / "site", modules=fake_modules)
+    assert not (tmp_path / "site" / "05_cdn.html").exists()
+
+
+def test_every_stored_notebook_builds_offline(tmp_path, fake_modules):
+    stored = [p for p in notebook_paths() if p.exists()]
+    if not stored:
+        pytest.skip("no executed notebooks yet")
+    pages = site.build("html", stored, tmp_path / "site", modules=fake_modules)
+    decks = site.build("slides", stored, tmp_path / "slides", modules=fake_modules)
+    for page in pages + decks:
+        text = page.read_text()
+        assert site.external_resources(text) == [], page.name
+        assert "<script src=\"https://" not in text
+    for deck in decks:
+        body = deck.read_text()
+        assert body.count("<section") >= 3, f"{deck.name} has a single slide: no headings?"
+
+
+# ----------------------------------------------------------------------------- in a browser
+
+@pytest.mark.browser
+def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
+    """Real reveal.js and MathJax, every request that is not a local file refused."""
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Debian's chromium is not installed: `apt-get install chromium`")
+    modules = site.BUILD / "vendor" / "node_modules"
+    locked = site._locked_versions()
+    if any(not (modules / name / "package.json").exists() or
+           json.loads((modules / name / "package.json").read_text())["version"] != version
+           for name, version in locked.items()):
+        pytest.skip(f"reveal.js and MathJax are not in {modules}: run `make slides` first (it installs them from npm)")
+    from playwright.sync_api import sync_playwright
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    nbformat.write(_lesson(), folder / "01_by_hand.ipynb")
+    deck = site.build("slides", [folder / "01_by_hand.ipynb"], tmp_path / "slides", modules=modules)[0]
+    page_path = site.build("html", [folder / "01_by_hand.ipynb"], tmp_path / "site", modules=modules)[0]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            refused, failed = [], []
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:"))
+                       else (refused.append(r.request.url), r.abort()))
+            page.on("requestfailed", lambda r: failed.append(r.url))
+            page.goto(deck.as_uri() + "#/1")
+            page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+            assert page.evaluate("Reveal.getTotalSlides()") == 4
+            page.wait_for_function("document.querySelectorAll('mjx-container svg').length >= 2", timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "slides.png"))
+            page.goto(page_path.as_uri())
+            page.wait_for_function("document.querySelectorAll('mjx-container svg').length >= 2", timeout=30_000)
+            assert page.locator(".attnlab-widget-note").count() == 1
+            page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
+        finally:
+            browser.close()
+    assert refused == [] and failed == []
