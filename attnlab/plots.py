@@ -1,5 +1,6 @@
-"""The pictures the series draws again and again: attention heatmaps with token labels and a
-per-head grid. Every notebook draws attention through these, so all of them look alike."""
+"""The pictures the series draws again and again: attention heatmaps with token labels, a
+per-head grid, training curves and bars of repeated measurements. Every notebook draws through
+these, so all of them look alike."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -52,14 +53,20 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
     return ax
 
 
-def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = True):
-    """One heatmap per head of a (H, T, T) weight tensor, plus their mean; returns the Figure."""
+def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = True,
+              vmax: float | None = 1.0):
+    """One heatmap per head of a (H, T, T) weight tensor, plus their mean; returns the Figure.
+
+    All panels share one colour scale, 0 to `vmax`; pass vmax=None to end it at the largest
+    weight shown, so that diffuse attention (every weight small) still shows its pattern."""
     w = _to_numpy(weights)
     if w.ndim == 4 and w.shape[0] == 1:
         w = w[0]  # (1, H, T, T) -> (H, T, T)
     if w.ndim != 3:
         raise ValueError(f"weights must have shape (H, T, T) or (1, H, T, T), got {w.shape}")
     panels = [(w[h], f"head {h}") for h in range(w.shape[0])]
+    if vmax is None:
+        vmax = float(w.max()) if w.size else 1.0
     if with_mean:
         panels.append((w.mean(axis=0), "mean of heads"))
     cols = min(len(panels), 5)
@@ -67,10 +74,95 @@ def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = Tru
     size = 0.35 * len(tokens) + 1.8
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax, (matrix, name) in zip(axes.flat, panels):
-        attention_heatmap(matrix, tokens, tokens, ax=ax, title=name, annotate=False, highlight=highlight)
+        attention_heatmap(matrix, tokens, tokens, ax=ax, title=name, annotate=False, highlight=highlight,
+                          vmax=vmax)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(history: dict, title=None):
+    """Loss and accuracy per epoch, train against test, from the history `attnlab.train.fit`
+    returns. Returns the Figure."""
+    missing = [k for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc") if k not in history]
+    if missing:
+        raise ValueError(f"history is missing {missing}; expected the dict attnlab.train.fit returns")
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
+    for ax, metric, label in ((ax_loss, "loss", "cross-entropy loss"), (ax_acc, "acc", "accuracy")):
+        ax.plot(history["epoch"], history[f"train_{metric}"], "o-", label="train")
+        ax.plot(history["epoch"], history[f"test_{metric}"], "s--", label="test")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    ax_acc.set_ylim(0.0, 1.02)
+    ax_acc.legend(loc="lower right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float | None = None,
+                     title=None):
+    """Grouped bar chart of repeated measurements: `groups` maps a group name (e.g. a task) to
+    {variant name: list of values (e.g. one per seed)}. Each bar is the mean, its error bar the
+    range (min to max), and the dots the single values. `chance` draws a dashed reference line.
+    Returns the Figure."""
+    if not isinstance(groups, dict) or not groups or not all(isinstance(g, dict) and g for g in groups.values()):
+        raise ValueError("groups must be a non-empty dict of non-empty dicts {group: {variant: values}}")
+    variants = list(dict.fromkeys(v for g in groups.values() for v in g))
+    width = 0.8 / len(variants)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(groups) * len(variants), 3.6))
+    for j, variant in enumerate(variants):
+        for i, group in enumerate(groups):
+            values = np.asarray(groups[group].get(variant, []), dtype=float)
+            if values.size == 0:
+                continue
+            x = i + (j - (len(variants) - 1) / 2) * width
+            mean = values.mean()
+            ax.bar(x, mean, width * 0.9, color=colors[j % len(colors)],
+                   label=variant if i == next(k for k, g in enumerate(groups) if variant in groups[g]) else None,
+                   yerr=[[mean - values.min()], [values.max() - mean]], capsize=4)
+            ax.plot(np.full(values.size, x), values, "k.", markersize=5)
+            ax.text(x, values.max() + 0.02, f"{mean:.2f}", ha="center", va="bottom", fontsize=8)
+    if chance is not None:
+        ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")
+    ax.set_xticks(range(len(groups)), labels=list(groups))
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0.0, 1.15)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_curves(histories: dict, title=None, chance: float | None = None, metric: str = "test_acc"):
+    """Learning curves of repeated runs: `histories` maps a variant name to a list of histories
+    (one per seed, from `attnlab.train.fit`). Draws the mean `metric` per epoch with a band from
+    the lowest to the highest run. Returns the Figure."""
+    if not isinstance(histories, dict) or not histories or not all(isinstance(h, list) and h for h in histories.values()):
+        raise ValueError("histories must be a non-empty dict {variant: [history, ...]}")
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for name, runs in histories.items():
+        if any(metric not in h for h in runs):
+            raise ValueError(f"every history of {name!r} must have {metric!r}")
+        values = np.array([h[metric] for h in runs], dtype=float)  # (runs, epochs)
+        epochs = np.asarray(runs[0]["epoch"])
+        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3, label=f"{name} (mean of {len(runs)})")
+        ax.fill_between(epochs, values.min(0), values.max(0), color=line.get_color(), alpha=0.2)
+    if chance is not None:
+        ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric.replace("_acc", " accuracy").replace("_", " "))
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
     fig.tight_layout()
     return fig

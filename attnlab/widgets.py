@@ -268,3 +268,96 @@ class SoftmaxScaleExplorer:
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+class PredictionComparison:
+    """Notebook 04: type a sentence, see several trained classifiers' predictions side by side
+    (e.g. the same TinyTransformer trained with and without positions).
+
+    `models` maps a display name to a classifier whose `predict_proba(x)` gives (B, 2)
+    probabilities of (negative, positive), e.g. `attnlab.models.TinyTransformer`; `vocab` is the
+    `attnlab.data.Vocab` they were trained with. Any string is valid input: it is tokenized with
+    `vocab.tokens`, cut to the models' `max_len`, words outside the vocabulary are marked unknown,
+    and all of it is shown as text (HTML-escaped).
+
+    In the DOM: box `attnlab-compare`, text field `attnlab-compare-input`, table
+    `attnlab-compare-table` with one row per model: name, P(positive) as text in
+    `attnlab-compare-prob` and the predicted label in `attnlab-compare-label`; the tokens the
+    models read are in `attnlab-compare-tokens`.
+    """
+
+    def __init__(self, models: dict, vocab, text: str = ""):
+        from .data import LABELS
+
+        if not isinstance(models, dict) or not models:
+            raise ValueError(f"models must be a non-empty dict {{name: model}}, got {type(models).__name__}")
+        for name, model in models.items():
+            if not callable(getattr(model, "predict_proba", None)):
+                raise TypeError(f"models[{name!r}] must have a predict_proba(x) method, got {type(model).__name__}")
+        if not callable(getattr(vocab, "encode_batch", None)):
+            raise TypeError(f"vocab must be an attnlab.data.Vocab, got {type(vocab).__name__}")
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        self.models, self.vocab, self.labels = dict(models), vocab, LABELS
+        self.max_len = min(getattr(m, "max_len", 64) for m in self.models.values())
+        self.input = w.Text(value=text, placeholder="type a review, e.g. the plot was great and the ending awful",
+                            description="review", continuous_update=True, layout=w.Layout(width="600px"))
+        self.input.add_class("attnlab-compare-input")
+        self.input.observe(self.update, names="value")
+        self.tokens_html = w.HTML()
+        self.tokens_html.add_class("attnlab-compare-tokens")
+        self.table_html = w.HTML()
+        self.table_html.add_class("attnlab-compare-table")
+        self.widget = w.VBox([self.input, self.tokens_html, self.table_html])
+        self.widget.add_class("attnlab-compare")
+        self.update()
+
+    def view(self, text: str | None = None) -> dict:
+        """What the models make of `text` (default: the text field's): `tokens` they read, which
+        of them are `unknown` (bool per token), whether the text was `truncated`, and per model
+        name `p_positive` and `label`."""
+        text = self.input.value if text is None else text
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        all_tokens = self.vocab.tokens(text)
+        tokens = all_tokens[: self.max_len]
+        x = self.vocab.encode_batch([tokens], max_len=self.max_len)  # (1, T)
+        predictions = {}
+        for name, model in self.models.items():
+            p_positive = float(model.predict_proba(x)[0, 1])
+            predictions[name] = {"p_positive": p_positive, "label": self.labels[int(p_positive >= 0.5)]}
+        return {"text": text, "tokens": tokens, "unknown": [t not in self.vocab for t in tokens],
+                "truncated": len(all_tokens) > len(tokens), "predictions": predictions}
+
+    def text(self, view: dict | None = None) -> str:
+        """The static, printable form: the tokens read, then one line per model."""
+        v = self.view() if view is None else view
+        shown = " ".join(f"{t}(?)" if u else t for t, u in zip(v["tokens"], v["unknown"])) or "(no words)"
+        lines = [f"reads: {shown}" + (f"  [cut to the first {self.max_len} words]" if v["truncated"] else "")]
+        width = max(len(name) for name in v["predictions"])
+        for name, p in v["predictions"].items():
+            lines.append(f"  {name:<{width}}  P(positive) = {p['p_positive']:.3f}  -> {p['label']}")
+        return "\n".join(lines)
+
+    def update(self, change=None) -> dict:
+        """Recompute for the text field's current text and refresh the tokens and the table."""
+        v = self.view()
+        words = " ".join(
+            f'<span style="color:#999">{html.escape(t)}?</span>' if u else html.escape(t)
+            for t, u in zip(v["tokens"], v["unknown"])
+        ) or "<i>(no words)</i>"
+        note = f" <i>(cut to the first {self.max_len} words)</i>" if v["truncated"] else ""
+        self.tokens_html.value = f"<b>the models read:</b> {words}{note}"
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td>"
+            f'<td class="attnlab-compare-prob">{p["p_positive"]:.3f}</td>'
+            f'<td>{_bar_html(p["p_positive"], "#55a868")}</td>'
+            f'<td class="attnlab-compare-label">{html.escape(p["label"])}</td></tr>'
+            for name, p in v["predictions"].items()
+        )
+        self.table_html.value = ("<table><tr><th>model</th><th>P(positive)</th><th></th><th>prediction</th></tr>"
+                                 f"{rows}</table>")
+        return v
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,253 @@
+"""Synthetic movie reviews whose label is decided by one known word, and a word-order variant.
+
+Real sentiment data cannot tell us which word *should* decide the label. These reviews can:
+every sentence is neutral filler plus sentiment words placed at recorded positions, so a model's
+attention can be scored against ground truth (notebook 03), and a task whose label depends only on
+word order shows what positional encodings are for (notebook 04).
+
+Two tasks, both binary (label 1 = positive, 0 = negative, names in `LABELS`):
+
+- `make_reviews`: 5–15 tokens, exactly one sentiment word; its polarity is the label. Word order
+  does not matter: a bag of words solves it.
+- `make_order_reviews`: 5–15 tokens, one positive and one negative word; the label is the
+  polarity of whichever comes *first*. Both orders of the same words are equally likely, so the
+  bag of words carries no information about the label: a bag-of-words model cannot beat chance.
+
+Everything is deterministic given `seed`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+LABELS = ("negative", "positive")  # LABELS[label]
+
+POSITIVE = (
+    "good", "great", "excellent", "wonderful", "brilliant", "superb",
+    "delightful", "enjoyable", "fantastic", "lovely", "amazing", "charming",
+)
+NEGATIVE = (
+    "bad", "awful", "terrible", "boring", "dull", "poor",
+    "horrible", "dreadful", "weak", "mediocre", "disappointing", "tedious",
+)
+# Filler: carries no sentiment and no negation ("not" would flip a reader's judgement).
+NEUTRAL = (
+    "the", "a", "this", "that", "it", "was", "is", "and", "of", "with", "in", "to",
+    "movie", "film", "plot", "story", "acting", "actors", "cast", "director", "script",
+    "music", "ending", "scenes", "characters", "dialogue", "camera", "sequel", "cinema",
+    "really", "quite", "overall", "honestly", "felt", "seemed", "looked",
+)
+# Sentiment synonyms that never occur in generated training data and are not in the vocabulary
+# (they encode to UNK): for testing whether a model generalises beyond the words it was taught.
+UNSEEN_POSITIVE = ("terrific", "splendid", "outstanding", "marvelous", "magnificent", "superior")
+UNSEEN_NEGATIVE = ("lousy", "dismal", "atrocious", "pathetic", "abysmal", "appalling")
+
+MIN_LEN, MAX_LEN = 5, 15
+# `Reviews.tensors` pads every batch to at least this many columns. The extra PAD column is
+# never attended and changes no result, but torch's CPU softmax is ~10x faster on rows of 16 or
+# more numbers than on rows of 15 (the vectorised path needs a full vector), and softmax
+# dominates the training time of these tiny models.
+TENSOR_WIDTH = 16
+
+_TOKEN = re.compile(r"\w+(?:'\w+)*")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens of any string ("" gives []); punctuation and spaces are dropped."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Reviews:
+    """A set of generated reviews: `sentences` (lists of tokens), `labels` (0/1) and `positions`
+    (index of the decisive token in each sentence). Unpacks as
+    `sentences, labels, positions = reviews` (so `zip(*reviews)` walks the reviews one by one);
+    `len()` counts reviews and a slice `reviews[a:b]` is again a `Reviews`."""
+
+    sentences: list[list[str]]
+    labels: list[int]
+    positions: list[int]
+
+    def __post_init__(self):
+        if not len(self.sentences) == len(self.labels) == len(self.positions):
+            raise ValueError(
+                f"sentences, labels and positions must have the same length, got "
+                f"{len(self.sentences)}, {len(self.labels)}, {len(self.positions)}"
+            )
+
+    def __iter__(self):
+        return iter((self.sentences, self.labels, self.positions))
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice):
+            raise TypeError(f"Reviews can only be sliced (reviews[a:b]), got index {index!r}; "
+                            f"use reviews.sentences[i], reviews.labels[i], reviews.positions[i]")
+        return Reviews(self.sentences[index], self.labels[index], self.positions[index])
+
+    def texts(self) -> list[str]:
+        """The sentences as plain strings (words joined by spaces)."""
+        return [" ".join(s) for s in self.sentences]
+
+    def split(self, n_train: int) -> tuple["Reviews", "Reviews"]:
+        """(first n_train reviews, the rest). The reviews are i.i.d., so this is a random split."""
+        if not isinstance(n_train, int) or isinstance(n_train, bool) or not 0 < n_train < len(self):
+            raise ValueError(f"n_train must be an int in 1..{len(self) - 1}, got {n_train!r}")
+        return self[:n_train], self[n_train:]
+
+    def tensors(self, vocab: "Vocab") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(token ids (N, T) padded with PAD, labels (N,), decisive positions (N,)), all int64."""
+        x = vocab.encode_batch(self.sentences, min_len=TENSOR_WIDTH)  # (N, T)
+        return x, torch.tensor(self.labels, dtype=torch.long), torch.tensor(self.positions, dtype=torch.long)
+
+
+def _check_n_seed(n, seed):
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+
+
+def _check_words(name, words):
+    if isinstance(words, str) or not words or not all(isinstance(w, str) and w for w in words):
+        raise ValueError(f"{name} must be a non-empty sequence of words, got {words!r}")
+    return tuple(words)
+
+
+def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
+                 negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL) -> Reviews:
+    """`n` reviews of 5–15 tokens: neutral filler with exactly one sentiment word at a uniformly
+    random position; label 1 if that word is positive, 0 if negative (balanced in expectation).
+
+    Pass other word lists (e.g. `UNSEEN_POSITIVE`, `UNSEEN_NEGATIVE`) to build a test set whose
+    decisive words a model has never seen.
+    """
+    _check_n_seed(n, seed)
+    pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
+    filler = _check_words("neutral", neutral)
+    rng = np.random.default_rng(seed)
+    sentences, labels, positions = [], [], []
+    for _ in range(n):
+        length = int(rng.integers(MIN_LEN, MAX_LEN + 1))
+        words = [filler[i] for i in rng.integers(len(filler), size=length)]
+        label = int(rng.integers(2))
+        pool = pos_words if label else neg_words
+        where = int(rng.integers(length))
+        words[where] = pool[int(rng.integers(len(pool)))]
+        sentences.append(words)
+        labels.append(label)
+        positions.append(where)
+    return Reviews(sentences, labels, positions)
+
+
+def make_order_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
+                       negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL) -> Reviews:
+    """`n` reviews of 5–15 tokens, each with one positive and one negative word at two distinct
+    random positions; the label is the polarity of the word that comes first, and `positions`
+    records that word.
+
+    The two positions are an unordered uniform pair and which word takes the earlier one is a
+    fair coin, independent of everything else: given the bag of words, both labels are exactly
+    equally likely. Hence no function of the bag (a model without positions) beats 50 %.
+    """
+    _check_n_seed(n, seed)
+    pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
+    filler = _check_words("neutral", neutral)
+    rng = np.random.default_rng(seed)
+    sentences, labels, positions = [], [], []
+    for _ in range(n):
+        length = int(rng.integers(MIN_LEN, MAX_LEN + 1))
+        words = [filler[i] for i in rng.integers(len(filler), size=length)]
+        first, second = sorted(int(i) for i in rng.choice(length, size=2, replace=False))
+        label = int(rng.integers(2))  # 1: the positive word comes first
+        good = pos_words[int(rng.integers(len(pos_words)))]
+        bad = neg_words[int(rng.integers(len(neg_words)))]
+        words[first], words[second] = (good, bad) if label else (bad, good)
+        sentences.append(words)
+        labels.append(label)
+        positions.append(first)
+    return Reviews(sentences, labels, positions)
+
+
+class Vocab:
+    """Word <-> id mapping with PAD = 0 and UNK = 1; any other string maps to UNK.
+
+    `encode` takes a string (tokenized with `tokenize`) or a list of tokens; `decode` turns ids
+    back into words, dropping PAD.
+    """
+
+    PAD, UNK = 0, 1
+    PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
+
+    def __init__(self, words: Iterable[str]):
+        if isinstance(words, str):
+            raise TypeError("words must be an iterable of words, not a single str")
+        self.itos: list[str] = [self.PAD_TOKEN, self.UNK_TOKEN]
+        self.stoi: dict[str, int] = {self.PAD_TOKEN: 0, self.UNK_TOKEN: 1}
+        for w in words:
+            if not isinstance(w, str):
+                raise TypeError(f"every word must be a str, got {type(w).__name__}")
+            if w not in self.stoi:
+                self.stoi[w] = len(self.itos)
+                self.itos.append(w)
+
+    @classmethod
+    def for_reviews(cls) -> "Vocab":
+        """The one vocabulary of both review tasks: PAD, UNK, then neutral, positive and negative
+        words in list order (so ids never depend on a data sample)."""
+        return cls([*NEUTRAL, *POSITIVE, *NEGATIVE])
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, word) -> bool:
+        return word in self.stoi
+
+    def tokens(self, text) -> list[str]:
+        """The tokens of a string, or a list of tokens checked and lower-cased."""
+        if isinstance(text, str):
+            return tokenize(text)
+        if isinstance(text, (list, tuple)) and all(isinstance(t, str) for t in text):
+            return [t.lower() for t in text]
+        raise TypeError(f"text must be a str or a list of str tokens, got {type(text).__name__}")
+
+    def encode(self, text) -> list[int]:
+        """Ids of a string or a token list; unknown words give UNK (1)."""
+        return [self.stoi.get(t, self.UNK) for t in self.tokens(text)]
+
+    def decode(self, ids) -> list[str]:
+        """Words of a sequence of ids (list or 1-D tensor), PAD dropped."""
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            if not isinstance(i, (int, np.integer)) or not 0 <= i < len(self.itos):
+                raise ValueError(f"ids must be ints in 0..{len(self.itos) - 1}, got {i!r}")
+            if i != self.PAD:
+                out.append(self.itos[i])
+        return out
+
+    def encode_batch(self, texts, max_len: int | None = None, min_len: int = 1) -> torch.Tensor:
+        """(N, T) int64 ids of N strings or token lists, right-padded with PAD to the longest but
+        to at least `min_len` columns (so an empty text is a row of PAD); each text is cut to
+        `max_len` tokens if given."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of texts; wrap a single string in a list")
+        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1):
+            raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
+        if not isinstance(min_len, int) or isinstance(min_len, bool) or min_len < 1:
+            raise ValueError(f"min_len must be a positive int, got {min_len!r}")
+        rows = [self.encode(t)[:max_len] for t in texts]
+        width = max([len(r) for r in rows] + [min_len])
+        x = torch.full((len(rows), width), self.PAD, dtype=torch.long)  # (N, T)
+        for i, r in enumerate(rows):
+            x[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        return x

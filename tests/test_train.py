@@ -1,0 +1,114 @@
+"""Training: deterministic, reaches the lab's accuracy by recipe, learns the decisive word, and
+needs positions for the order task; plus the plots that draw its results."""
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from attnlab.data import NEGATIVE, POSITIVE
+from attnlab.models import TinyTransformer
+from attnlab.plots import mean_spread_bars, training_curves
+from attnlab.train import RECIPE, evaluate, fit, train_classifier
+
+
+@pytest.fixture(scope="module")
+def recipe_model():
+    torch.set_num_threads(1)
+    return train_classifier()  # notebook 03's model, by RECIPE
+
+
+def test_recipe_is_the_labs():
+    assert RECIPE == {"d_model": 32, "n_heads": 4, "d_ff": 64, "lr": 3e-3, "batch_size": 64,
+                      "epochs": 12, "n_train": 1600, "n_test": 400}
+
+
+def test_recipe_reaches_the_labs_accuracy(recipe_model):
+    h = recipe_model.history
+    assert h["epoch"] == list(range(1, 13))
+    assert all(len(v) == 12 for v in h.values())
+    assert recipe_model.test_accuracy >= 0.95
+    assert (len(recipe_model.train), len(recipe_model.test)) == (1600, 400)
+    assert not recipe_model.model.training
+    x, y, _ = recipe_model.test.tensors(recipe_model.vocab)
+    assert evaluate(recipe_model.model, x, y)[1] == recipe_model.test_accuracy
+
+
+def test_swapping_the_decisive_word_flips_the_prediction(recipe_model):
+    vocab, model = recipe_model.vocab, recipe_model.model
+    x, y, pos = recipe_model.test.tensors(vocab)
+    flipped = x.clone()
+    rows = torch.arange(len(y))
+    # replace every decisive word by a word of the other polarity (cycled through the lists)
+    opposite = [vocab.stoi[(NEGATIVE if label else POSITIVE)[i % 12]] for i, label in enumerate(y.tolist())]
+    flipped[rows, pos] = torch.tensor(opposite)
+    before = model.predict_proba(x).argmax(-1)
+    after = model.predict_proba(flipped).argmax(-1)
+    assert float((after != before).float().mean()) >= 0.95
+
+
+def test_training_is_deterministic():
+    rng_before = torch.get_rng_state()
+    a = train_classifier("order", "learned", seed=3, epochs=2)
+    assert torch.equal(torch.get_rng_state(), rng_before), "the caller's RNG state is left alone"
+    b = train_classifier("order", "learned", seed=3, epochs=2)
+    assert a.history == b.history
+    for (name, pa), (_, pb) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+        assert torch.equal(pa, pb), name
+    c = train_classifier("order", "learned", seed=4, epochs=2)
+    assert c.history != a.history
+
+
+def test_order_task_needs_positions():
+    with_positions = train_classifier("order", "sinusoidal", seed=0).test_accuracy
+    without = train_classifier("order", "none", seed=0).test_accuracy
+    assert with_positions > 0.85
+    assert abs(without - 0.5) < 0.08  # 400 test sentences: chance 0.5 +- 0.025 (one s.e.)
+
+
+def test_fit_prints_one_rounded_line_per_epoch_or_nothing(capsys):
+    torch.manual_seed(0)
+    x = torch.randint(2, 62, (64, 16))
+    y = torch.randint(0, 2, (64,))
+    history = fit(TinyTransformer(62), x, y, x, y, epochs=2, verbose=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("epoch  1/2  train loss ")
+    assert f"acc {history['test_acc'][1]:.3f}" in lines[1]
+    fit(TinyTransformer(62), x, y, x, y, epochs=1, verbose=False)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"epochs": 0}, ValueError, "epochs must be a positive int"),
+    ({"batch_size": 2.5}, ValueError, "batch_size must be a positive int"),
+    ({"lr": 0}, ValueError, "lr must be positive"),
+])
+def test_fit_rejects_bad_arguments(kwargs, exc, match):
+    x = torch.ones(4, 3, dtype=torch.long)
+    y = torch.zeros(4, dtype=torch.long)
+    with pytest.raises(exc, match=match):
+        fit(TinyTransformer(62), x, y, x, y, **kwargs)
+    with pytest.raises(ValueError, match="same length"):
+        fit(TinyTransformer(62), x, y[:3], x, y)
+
+
+def test_train_classifier_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="task must be one of"):
+        train_classifier("sentiment")
+    with pytest.raises(TypeError, match="unknown recipe keys"):
+        train_classifier(epoch=3)
+    with pytest.raises(ValueError, match="positions must be one of"):
+        train_classifier(positions="rope", epochs=1)
+
+
+def test_plots_draw_histories_and_repeated_measurements():
+    history = {"epoch": [1, 2], "train_loss": [0.7, 0.3], "train_acc": [0.5, 0.9],
+               "test_loss": [0.6, 0.4], "test_acc": [0.6, 0.8]}
+    fig = training_curves(history, title="t")
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 2
+    fig2 = mean_spread_bars({"bag": {"learned": [1.0, 0.99], "none": [1.0, 1.0]},
+                             "order": {"learned": [0.9, 0.95], "none": [0.5, 0.48]}}, chance=0.5)
+    assert len(fig2.axes[0].patches) == 4
+    plt.close("all")
+    with pytest.raises(ValueError, match="history is missing"):
+        training_curves({"epoch": [1]})
+    with pytest.raises(ValueError, match="groups must be"):
+        mean_spread_bars({})
