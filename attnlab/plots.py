@@ -166,3 +166,25 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None, me
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def layer_head_grid(maps, title: str | None = None):
+    """Every head of every layer for one sentence, given as a list of per-layer
+    (1, H, T, T) tensors: a (layers × heads) grid of small heatmaps, rows = layers, columns =
+    heads, no labels (at this size patterns are what one reads). Returns the Figure."""
+    L, H = len(maps), maps[0].shape[1]
+    fig, axes = plt.subplots(L, H, figsize=(1.15 * H + 1, 1.15 * L + 1), squeeze=False)
+    for layer, weights in enumerate(maps):
+        for head in range(H):
+            ax = axes[layer, head]
+            ax.imshow(_to_numpy(weights[0, head]), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if layer == 0:
+                ax.set_title(f"head {head}", fontsize=8)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -12,7 +12,6 @@ Only `safetensors` (weights) and `tokenizers` (BERT WordPiece from vocab.txt) ar
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -286,9 +285,9 @@ def model_files(path=None) -> dict[str, Path]:
         if not file.is_file():
             problem = "absent"
         elif name != "minilm/config.json":
-            sha = _sha256(file)
-            if sha != asset.sha256:
-                problem = f"sha256 {sha[:12]}…, expected {asset.sha256[:12]}… (not the published file)"
+            status = assets.check_file(name, file)  # hashed once per process, like require()
+            if status != "ok":
+                problem = f"{status} (not the published file)"
         if problem:
             raise assets.AssetError(
                 f"load_minilm(path={str(folder)!r}): {file.name} is {problem}.\n"
@@ -296,14 +295,6 @@ def model_files(path=None) -> dict[str, Path]:
                 f"config.json. Fix: {asset.fix}, then call load_minilm() without a path.", name)
         files[asset.filename] = file
     return files
-
-
-def _sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with open(file, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def load_minilm(path=None, max_length: int = DEFAULT_MAX_LENGTH) -> MiniLM:
@@ -377,26 +368,3 @@ def attention_patterns(tokens: list[str], maps) -> dict[str, torch.Tensor]:
         "previous": w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1),  # mean over i >= 1 of w[i, i-1]
         "next": w.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1),  # mean over i < T-1 of w[i, i+1]
     }
-
-
-def draw_attention_grid(tokens: list[str], maps, title: str | None = None):
-    """Every head of every layer for one sentence: a (layers × heads) grid of small heatmaps,
-    rows = layers, columns = heads, token labels only on the outer edge. Returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    L, H = len(maps), maps[0].shape[1]
-    fig, axes = plt.subplots(L, H, figsize=(1.15 * H + 1, 1.15 * L + 1), squeeze=False)
-    for layer, weights in enumerate(maps):
-        for head in range(H):
-            ax = axes[layer, head]
-            ax.imshow(weights[0, head].detach().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if layer == 0:
-                ax.set_title(f"head {head}", fontsize=8)
-            if head == 0:
-                ax.set_ylabel(f"layer {layer}", fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig

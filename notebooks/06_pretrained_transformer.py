@@ -27,8 +27,8 @@ import torch
 import attnlab
 from attnlab import data
 from attnlab.app import EXAMPLE_REVIEW, SentimentApp
-from attnlab.plots import attention_heatmap
-from attnlab.pretrained import HEAD_RECIPE, attention_patterns, draw_attention_grid, model_files, train_head
+from attnlab.plots import attention_heatmap, layer_head_grid
+from attnlab.pretrained import HEAD_RECIPE, attention_patterns, model_files, train_head
 from attnlab.train import evaluate, train_classifier
 
 attnlab.seed_everything(0)
@@ -113,7 +113,7 @@ sentence = "The cat sat on the mat because it was tired."
 tokens, maps = minilm.attention_maps(sentence)
 print(tokens)
 assert all(torch.allclose(w.sum(-1), torch.ones_like(w.sum(-1)), atol=1e-5) for w in maps)
-draw_attention_grid(tokens, maps, title=f"all-MiniLM-L6-v2, every layer and head: {sentence!r}")
+layer_head_grid(maps, title=f"all-MiniLM-L6-v2, every layer and head: {sentence!r}")
 plt.show()
 
 # %% [markdown]

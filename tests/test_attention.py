@@ -172,3 +172,14 @@ def test_type_errors():
         sdpa([[1.0]], rand(1, 1), rand(1, 1))
     with pytest.raises(TypeError, match="floating-point"):
         sdpa(torch.ones(2, 2, dtype=torch.long), rand(2, 2), rand(2, 2))
+
+
+@pytest.mark.parametrize("t_k", [1, 5, 15, 16, 40])
+def test_softmax_both_paths_match_torch(t_k):
+    from attnlab.attention import softmax
+
+    scores = rand(2, 3, 4, t_k, seed=t_k) * 30  # large scores: the max must be subtracted
+    torch.testing.assert_close(softmax(scores), torch.softmax(scores, -1), atol=1e-6, rtol=1e-5)
+    scores.requires_grad_(True)
+    softmax(scores).pow(2).sum().backward()
+    assert torch.isfinite(scores.grad).all()

@@ -215,7 +215,7 @@ def test_a_folder_path_is_checked_like_the_assets(tmp_path, model):
     assert torch.equal(m.encode(QUICKSTART), model.encode(QUICKSTART))
 
     (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n")
-    with pytest.raises(assets.AssetError, match=r"vocab.txt is sha256 .*expected 07eced375cec"):
+    with pytest.raises(assets.AssetError, match=r"vocab.txt is truncated: 12 of 231,508 bytes"):
         load_minilm(folder)
     (folder / "vocab.txt").unlink()
     with pytest.raises(assets.AssetError, match="vocab.txt is absent") as info:
