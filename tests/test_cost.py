@@ -168,10 +168,12 @@ def test_loglog_slope_is_the_series_shared_fit():
 def test_dependency_depth_grows_with_recurrence_and_not_with_attention():
     torch.manual_seed(0)
     lstm, mha = nn.LSTM(8, 8, batch_first=True), attnlab.MultiHeadAttention(8, 2)
-    lstm_depth = [cost.dependency_depth(lstm, T, 8) for T in (4, 8, 16)]
-    attn_depth = {cost.dependency_depth(mha, T, 8) for T in (4, 8, 16)}
-    assert lstm_depth[0] >= 4 and lstm_depth[2] - lstm_depth[1] == 2 * (lstm_depth[1] - lstm_depth[0])
-    assert len(attn_depth) == 1
+    lstm_depth = [cost.dependency_depth(lstm, T, 8) for T in (16, 32, 64)]
+    assert lstm_depth[0] >= 16 and lstm_depth[2] - lstm_depth[1] == 2 * (lstm_depth[1] - lstm_depth[0])
+    # attention's chain does not grow with T; rows under 16 keys take attnlab's written-out
+    # softmax (a few more operations), so short and long sequences are compared separately
+    assert len({cost.dependency_depth(mha, T, 8) for T in (16, 32, 64)}) == 1
+    assert len({cost.dependency_depth(mha, T, 8) for T in (4, 8, 12)}) == 1
     assert next(lstm.parameters()).dtype == torch.float32  # measured on a copy
 
 
