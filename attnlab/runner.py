@@ -7,6 +7,7 @@ compares. Outputs are only ever produced here, by execution, never edited by han
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -56,7 +57,8 @@ def execute(ipynb: Path, timeout: int = 600):
     try:
         client.execute()
     except CellExecutionError as e:
-        error = str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)
+        message = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()  # drop the traceback's colours
+        error = message.splitlines()[-1] if message else repr(e)
     except Exception as e:  # a dead kernel or a timeout: report it in the table, go on
         error = f"{type(e).__name__}: {e}"
     return nb, time.perf_counter() - start, error
@@ -86,12 +88,15 @@ def main(argv: list[str] | None = None) -> int:
             body, _ = HTMLExporter().from_notebook_node(nb)
             (out / f"{ipynb.stem}.html").write_text(body, encoding="utf-8")
         failed += error is not None
-        rows.append((ipynb.name, "ok" if error is None else f"FAILED: {error}", seconds))
+        rows.append((ipynb.name, error, seconds))
 
     width = max([len(r[0]) for r in rows] + [8])
-    print(f"\n{'notebook':<{width}}  {'seconds':>7}  status")
-    for name, status, seconds in rows:
-        print(f"{name:<{width}}  {seconds:7.1f}  {status}")
+    print(f"\n{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
+    for name, error, seconds in rows:
+        print(f"{name:<{width}}  {'ok' if error is None else 'FAILED':<6}  {seconds:7.1f}")
+    for name, error, _ in rows:
+        if error is not None:
+            print(f"\n{name} failed: {error}")
     if args.html:
         print(f"\nexecuted HTML written to {args.html}/")
     return 1 if failed else 0
