@@ -50,7 +50,10 @@ def execute(ipynb: Path, timeout: int = 600):
     from nbclient.exceptions import CellExecutionError
 
     nb = _load(ipynb)
+    # The kernel listens on localhost only; its log level keeps its "running over TCP without
+    # encryption" notice out of every line of `make run`, while errors still show.
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(ipynb.parent)}})
     start = time.perf_counter()
     error = None
