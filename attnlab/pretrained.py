@@ -2,8 +2,9 @@
 
 The checkpoint is a 6-layer BERT: word + position + token-type embeddings, a LayerNorm, then six
 post-norm encoder blocks (12 heads, hidden 384, feed-forward 1536, exact-erf GELU, LayerNorm eps
-1e-12). Those blocks are exactly `attnlab.attention.EncoderBlock`, the class notebook 01 builds,
-so loading the published weights into it proves the students' attention is the real thing.
+1e-12). Those blocks are exactly `attnlab.attention.EncoderBlock` (the block notebook 03 trains,
+around notebook 01's MultiHeadAttention), so loading the published weights into them proves the
+students' attention is the real thing.
 A sentence vector is the mean of the last layer's token vectors over the real (non-padding)
 tokens, scaled to length 1 — what sentence-transformers computes for this model.
 
@@ -119,7 +120,8 @@ class MiniLM(nn.Module):
     def tokenize(self, sentences) -> Tokenized:
         """Lower-cased BERT word pieces of each text, [CLS] ... [SEP], cut to `max_length` and
         padded to the longest text of the batch. Any string is accepted: control characters are
-        dropped, characters outside the vocabulary become [UNK], an empty text is [CLS] [SEP]."""
+        dropped, characters outside the vocabulary become [UNK], an empty text is [CLS] [SEP]
+        (a lone surrogate such as '\\ud800', which UTF-8 cannot hold, is read as U+FFFD)."""
         sentences = _as_sentence_list(sentences)
         return self._pad(self.tokenizer.encode_batch(sentences) if sentences else [])
 
@@ -203,13 +205,23 @@ class MiniLM(nn.Module):
 
 def _as_sentence_list(sentences) -> list[str]:
     if isinstance(sentences, str):
-        return [sentences]
+        sentences = [sentences]
     if not isinstance(sentences, (list, tuple)):
         raise TypeError(f"sentences must be a str or a list of str, got {type(sentences).__name__}")
     for i, s in enumerate(sentences):
         if not isinstance(s, str):
             raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
-    return list(sentences)
+    return [_well_formed(s) for s in sentences]
+
+
+def _well_formed(text: str) -> str:
+    """`text` as valid Unicode: a Python str may hold lone surrogates ('\\ud800', e.g. from a
+    JSON escape), which the tokenizer refuses; each becomes U+FFFD (a valid pair, its character)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _bert_tokenizer(vocab_file):

@@ -16,6 +16,7 @@ import os
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # --profile: no profiler_start/stop lines on stderr
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -63,6 +64,13 @@ def profile(images, alpha: float) -> None:
     for kind, t in kinds.items():
         print(f"  {kind:<28} {t / total:6.1%}")
     print(f"  {'all convolutions':<28} {conv / total:6.1%}")
+    heaviest = max(kinds, key=kinds.get)
+    if conv / total > 0.5:
+        print(f"what limits it: the convolution kernels themselves ({conv / total:.0%} of the time, "
+              f"most of it {heaviest}), not Python or the data around them")
+    else:
+        print(f"what limits it: work outside the convolutions ({1 - conv / total:.0%} of the time); "
+              "see the operators above")
 
 
 def main() -> None:

@@ -60,9 +60,10 @@ assert set(np.unique(db_y)) == set(np.unique(q_y)) == set(range(10)), "every cla
 # %% [markdown]
 # ## 2 · The model, and what it sees
 #
-# MobileNetV2 at width α = 0.35 (a width multiplier: about 35% of the original channels in each
-# layer), built by Keras (`keras.applications`, running on PyTorch) with its ImageNet weights and
-# without its ImageNet classifier; its last feature map is averaged into one vector, the embedding.
+# MobileNetV2 at width α = 0.35 (a width multiplier: about 35% of the original channels in every
+# layer but the last, which keeps its full width), built by Keras (`keras.applications`, running
+# on PyTorch) with its ImageNet weights and without its ImageNet classifier; its last feature map
+# is averaged into one vector, the embedding.
 #
 # **These weights are the network's 224×224-pixel ImageNet training, applied here to 96×96
 # inputs** — a smaller input keeps the CPU time low; the weights do not depend on the input size,
@@ -232,7 +233,7 @@ print(f"MobileNetV2 is ahead on {int((gap > 0).sum())} classes, pixels on {int((
 # clean) by increasing amounts and measure top-1 again for both spaces:
 #
 # - **shift**: move the item 1–8 pixels up, down, left or right (a random direction per image);
-# - **noise**: add Gaussian noise with a standard deviation of 8–128 grey levels;
+# - **noise**: add Gaussian noise with a standard deviation of 8–128 grey levels (clipped to 0–255);
 # - **invert**: blend towards the negative image, $(1-a)\,x + a\,(255-x)$. At $a = 0.5$ every
 #   image is flat grey, with no information left; at $a = 1$ all the information is back, with
 #   black and white swapped.
@@ -314,19 +315,20 @@ if "shift" in sturdier["MobileNetV2"]:
           "feature map forgets where they were, while one pixel's move changes many pixel values.")
 if "invert" in sturdier["MobileNetV2"]:
     print("- Invert: the embedding still finds the item in the negative, edges and shape survive a swap "
-          "of black and white; pixel cosine compares grey levels, which the swap (or any added "
-          "brightness) changes everywhere.")
+          "of black and white; pixel cosine compares grey levels, which the swap changes everywhere.")
 if "noise" in sturdier["raw pixels"]:
     print("- Noise: the embedding is not invariant to it. Speckle enlarged to 96x96 looks like texture, "
-          "which ImageNet networks are known to rely on; pixel cosine averages the noise out over "
-          "784 values.")
+          "which ImageNet networks are known to rely on (Geirhos et al., 2019); pixel cosine weighs all "
+          "784 grey levels at once, and noise drawn independently for each pixel is nearly uncorrelated "
+          "with every database image: it lowers all their cosines by a similar factor, so the nearest "
+          "one tends to stay the nearest.")
 assert sum(map(len, sturdier.values())) >= 1, "at least one damage should separate the two searches"
 
 # %% [markdown]
 # ## 7 · A wider network: α = 0.5
 #
-# The same experiment with MobileNetV2 at width α = 0.5 (more channels in every layer; again the
-# 224-pixel ImageNet training applied at 96 pixels).
+# The same experiment with MobileNetV2 at width α = 0.5 (more channels in every layer but the last;
+# again the 224-pixel ImageNet training applied at 96 pixels).
 
 # %%
 print(f"MobileNetV2 alpha=0.5: {retrieval.mobilenet_v2(0.5).count_params():,} weights "

@@ -23,6 +23,8 @@ NASTY = {
     "long": ("The plot was dull but the acting was brilliant. " * 110)[:5000],
     "one long word": "x" * 5000,
     "zero width": "good\u200b\u200bmovie\ufeff",
+    "bidi override": "\u202eevil\u202c good",
+    "lone surrogates": "bad \ud800 film \udfff",  # a str can hold them; UTF-8 text cannot
 }
 
 
@@ -121,6 +123,9 @@ def test_control_characters_are_shown_visibly(app):
     r = app.analyze("a\x00b")
     assert "a\N{REPLACEMENT CHARACTER}b" in app.text(r)
     assert "\x00" not in app.html(r)
+    r = app.analyze("\u202eevil\u202c \ud800")  # a bidi override would reverse what follows
+    assert "\u202e" not in app.html(r) and "\ud800" not in app.html(r)
+    assert app.text(r).count("\N{REPLACEMENT CHARACTER}") == 3
 
 
 def test_unknown_words_and_pieces_are_pointed_out(app):
@@ -187,6 +192,12 @@ def test_bad_arguments(app):
     fresh = attnlab.SentimentApp(app.tiny, app.encoder, app.head)
     with pytest.raises(ValueError, match="nothing analysed yet"):
         fresh.text()
+    with pytest.raises(ValueError, match="nothing analysed yet"):
+        fresh.html()
+    with pytest.raises(TypeError, match="result must be a dict returned by analyze"):
+        fresh.text({"label": "positive"})
+    with pytest.raises(TypeError, match="cache must be True or False, got 'yes'"):
+        attnlab.SentimentApp(app.tiny, app.encoder, app.head, cache="yes")
 
 
 def _quick_training(monkeypatch):

@@ -292,7 +292,7 @@ def test_fetch_downloads_only_what_is_missing(fake, monkeypatch):
 def test_fetch_removes_a_bad_download(fake, monkeypatch):
     target = fake["keras"] / "datasets" / "fashion-mnist" / "t10k-labels-idx1-ubyte.gz"
     monkeypatch.setattr(assets, "_download", lambda a: put(target, gzip.compress(b"not idx")))
-    with pytest.raises(AssetError, match="downloaded file .* is truncated"):
+    with pytest.raises(AssetError, match="downloaded file .* is truncated.*removed.*python -m attnlab fetch"):
         assets.fetch("fashion-mnist/t10k-labels")
     assert not target.exists()
 

@@ -186,6 +186,13 @@ def test_empty_inputs(model):
     assert tokens == ["[CLS]", "[SEP]"] and maps[0].shape == (1, 12, 2, 2)
 
 
+def test_lone_surrogates_are_read_as_the_replacement_character(model):
+    # a Python str may hold them (e.g. from a JSON escape); the tokenizer refuses them as they are
+    assert torch.equal(model.encode("bad \ud800 film"), model.encode("bad \ufffd film"))
+    assert torch.equal(model.encode("\ud83d\ude00"), model.encode("\U0001f600"))  # a pair: the emoji
+    assert model.attention_maps("\udfff")[0] == model.attention_maps("\ufffd")[0]
+
+
 def test_bad_arguments_name_what_was_wrong(model):
     with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
         model.encode(123)
