@@ -122,14 +122,10 @@ def _check_words(name, words):
     return tuple(words)
 
 
-def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
-                 negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL) -> Reviews:
-    """`n` reviews of 5–15 tokens: neutral filler with exactly one sentiment word at a uniformly
-    random position; label 1 if that word is positive, 0 if negative (balanced in expectation).
-
-    Pass other word lists (e.g. `UNSEEN_POSITIVE`, `UNSEEN_NEGATIVE`) to build a test set whose
-    decisive words a model has never seen.
-    """
+def _generate(n: int, seed: int, positive, negative, neutral, place) -> Reviews:
+    """The loop both tasks share: `n` sentences of MIN_LEN..MAX_LEN random filler words, into
+    which `place(rng, words, pos_words, neg_words)` writes the sentiment word(s) in place and
+    returns (label, position of the decisive word)."""
     _check_n_seed(n, seed)
     pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
     filler = _check_words("neutral", neutral)
@@ -138,14 +134,42 @@ def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
     for _ in range(n):
         length = int(rng.integers(MIN_LEN, MAX_LEN + 1))
         words = [filler[i] for i in rng.integers(len(filler), size=length)]
-        label = int(rng.integers(2))
-        pool = pos_words if label else neg_words
-        where = int(rng.integers(length))
-        words[where] = pool[int(rng.integers(len(pool)))]
+        label, where = place(rng, words, pos_words, neg_words)
         sentences.append(words)
         labels.append(label)
         positions.append(where)
     return Reviews(sentences, labels, positions)
+
+
+def _place_one_word(rng, words, pos_words, neg_words) -> tuple[int, int]:
+    """One sentiment word at a uniformly random position; its polarity is the label."""
+    label = int(rng.integers(2))
+    pool = pos_words if label else neg_words
+    where = int(rng.integers(len(words)))
+    words[where] = pool[int(rng.integers(len(pool)))]
+    return label, where
+
+
+def _place_two_words(rng, words, pos_words, neg_words) -> tuple[int, int]:
+    """One positive and one negative word at two distinct random positions; the label is the
+    polarity of the first of them."""
+    first, second = sorted(int(i) for i in rng.choice(len(words), size=2, replace=False))
+    label = int(rng.integers(2))  # 1: the positive word comes first
+    good = pos_words[int(rng.integers(len(pos_words)))]
+    bad = neg_words[int(rng.integers(len(neg_words)))]
+    words[first], words[second] = (good, bad) if label else (bad, good)
+    return label, first
+
+
+def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
+                 negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL) -> Reviews:
+    """`n` reviews of 5–15 tokens: neutral filler with exactly one sentiment word at a uniformly
+    random position; label 1 if that word is positive, 0 if negative (balanced in expectation).
+
+    Pass other word lists (e.g. `UNSEEN_POSITIVE`, `UNSEEN_NEGATIVE`) to build a test set whose
+    decisive words a model has never seen.
+    """
+    return _generate(n, seed, positive, negative, neutral, _place_one_word)
 
 
 def make_order_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
@@ -158,23 +182,7 @@ def make_order_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSIT
     fair coin, independent of everything else: given the bag of words, both labels are exactly
     equally likely. Hence no function of the bag (a model without positions) beats 50 %.
     """
-    _check_n_seed(n, seed)
-    pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
-    filler = _check_words("neutral", neutral)
-    rng = np.random.default_rng(seed)
-    sentences, labels, positions = [], [], []
-    for _ in range(n):
-        length = int(rng.integers(MIN_LEN, MAX_LEN + 1))
-        words = [filler[i] for i in rng.integers(len(filler), size=length)]
-        first, second = sorted(int(i) for i in rng.choice(length, size=2, replace=False))
-        label = int(rng.integers(2))  # 1: the positive word comes first
-        good = pos_words[int(rng.integers(len(pos_words)))]
-        bad = neg_words[int(rng.integers(len(neg_words)))]
-        words[first], words[second] = (good, bad) if label else (bad, good)
-        sentences.append(words)
-        labels.append(label)
-        positions.append(first)
-    return Reviews(sentences, labels, positions)
+    return _generate(n, seed, positive, negative, neutral, _place_two_words)
 
 
 class Vocab:

@@ -6,6 +6,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+MAX_WIDTH = 15.0  # inches: about what a notebook shows without shrinking a figure's text
+# Notebook 02's two variants, the same colours in every plot and widget that compares them.
+UNSCALED_COLOR, SCALED_COLOR = "#c44e52", "#4c72b0"
+
 
 def _to_numpy(weights) -> np.ndarray:
     if hasattr(weights, "detach"):
@@ -37,6 +41,8 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
         ax.tick_params(axis="x", labelrotation=60)
     if highlight is not None:
         for i in np.atleast_1d(highlight):
+            if not 0 <= int(i) < w.shape[1]:
+                raise ValueError(f"highlight must be key indices in 0..{w.shape[1] - 1}, got {highlight!r}")
             ax.get_xticklabels()[int(i)].set_color("red")
     if annotate is None:
         annotate = max(w.shape) <= 8
@@ -69,9 +75,11 @@ def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = Tru
         vmax = float(w.max()) if w.size else 1.0
     if with_mean:
         panels.append((w.mean(axis=0), "mean of heads"))
-    cols = min(len(panels), 5)
-    rows = -(-len(panels) // cols)
-    size = 0.35 * len(tokens) + 1.8
+    # Panels grow with the sentence; a row holds as many as fit in MAX_WIDTH inches, because a
+    # wider figure is shrunk to the notebook's width until its token labels cannot be read.
+    size = 0.25 * len(tokens) + 1.5
+    rows = -(-len(panels) // max(1, int(MAX_WIDTH // size)))
+    cols = -(-len(panels) // rows)  # the panels spread evenly over the rows
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax, (matrix, name) in zip(axes.flat, panels):
         attention_heatmap(matrix, tokens, tokens, ax=ax, title=name, annotate=False, highlight=highlight,
@@ -80,6 +88,37 @@ def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = Tru
         ax.axis("off")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
+                labels=("softmax(q·k)", "softmax(q·k / √d_k)"), log_y: bool = False,
+                reference=None, reference_label: str | None = None, ylim=None):
+    """One measurement of notebook 02 against d_k (log₂ axis): the unscaled variant (red
+    circles) against the scaled one (blue squares). `reference` is a thin dashed guide: a
+    number (a horizontal line) or one value per d_k. Returns the Figure."""
+    d_ks = np.asarray(d_ks, dtype=float)
+    curves = [np.asarray(c, dtype=float) for c in (unscaled, scaled)]
+    if d_ks.ndim != 1 or any(c.shape != d_ks.shape for c in curves):
+        raise ValueError(f"unscaled and scaled must have one value per d_k ({d_ks.shape}), "
+                         f"got shapes {curves[0].shape} and {curves[1].shape}")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(d_ks, curves[0], "o-", color=UNSCALED_COLOR, label=labels[0])
+    ax.plot(d_ks, curves[1], "s-", color=SCALED_COLOR, label=labels[1])
+    if reference is not None:
+        ax.plot(d_ks, np.broadcast_to(np.asarray(reference, dtype=float), d_ks.shape), "--", color="0.15",
+                linewidth=1, zorder=3, label=reference_label)  # on top: visible where a curve follows it
+    ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_xlabel("d_k")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend()
     fig.tight_layout()
     return fig
 

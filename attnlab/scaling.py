@@ -8,8 +8,8 @@ situation the original paper reasons about:
 3. `softmax_gradient_norm`: a one-hot softmax passes (almost) no gradient back to the query.
 
 Every function takes a list of d_k values and a seed, draws its samples from its own
-`torch.Generator` (so calling order does not matter), works in float64 (so the printed digits do
-not depend on the machine) and returns NumPy arrays aligned with the d_k list. All attention
+`torch.Generator` (so calling order does not matter), works in float64 (so rounding differences
+between machines stay far below the printed digits) and returns NumPy arrays aligned with the d_k list. All attention
 weights come from `attnlab.scaled_dot_product_attention`: scale=None is the real thing,
 scale=1.0 the "unscaled" variant.
 """
@@ -44,11 +44,44 @@ def _check_count(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+def _generator(seed) -> torch.Generator:
+    """A torch.Generator seeded with `seed` (an int): each measurement draws from its own."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    return torch.Generator().manual_seed(int(seed))
+
+
 def _draw(generator: torch.Generator, n_samples: int, n_keys: int, d_k: int):
     """n_samples independent problems: one query, n_keys keys, entries N(0, 1)."""
     q = torch.randn(n_samples, 1, d_k, generator=generator, dtype=torch.float64)  # (N, 1, d_k)
     k = torch.randn(n_samples, n_keys, d_k, generator=generator, dtype=torch.float64)  # (N, T, d_k)
     return q, k
+
+
+# The two variants every measurement compares, as `scale` arguments of
+# scaled_dot_product_attention: 1.0 = softmax(q·k), None = softmax(q·k / sqrt(d_k)).
+SCALES = (("unscaled", 1.0), ("scaled", None))
+
+
+def _compare_scales(measure, d_ks, n_keys: int, n_samples: int, d_v: int, seed) -> dict[str, np.ndarray]:
+    """The experiment behind max_softmax_weight and softmax_gradient_norm: for each d_k, draw
+    n_samples problems (query (N, 1, d_k), keys (N, T, d_k), values (N, T, d_v) and an upstream
+    gradient (N, 1, d_v), all N(0, 1), from one generator seeded with `seed`), and call
+    measure(q, k, v, upstream, scale) -> float for both SCALES on the same draw.
+    Returns {"unscaled": (len(d_ks),), "scaled": (len(d_ks),)}."""
+    d_ks = check_d_ks(d_ks)
+    n_keys = _check_count("n_keys", n_keys, 2)
+    n_samples = _check_count("n_samples", n_samples, 1)
+    d_v = _check_count("d_v", d_v, 1)
+    gen = _generator(seed)
+    result = {name: [] for name, _ in SCALES}
+    for d in d_ks:
+        q, k = _draw(gen, n_samples, n_keys, d)  # (N, 1, d), (N, T, d)
+        v = torch.randn(n_samples, n_keys, d_v, generator=gen, dtype=torch.float64)  # (N, T, d_v)
+        upstream = torch.randn(n_samples, 1, d_v, generator=gen, dtype=torch.float64)  # (N, 1, d_v)
+        for name, scale in SCALES:
+            result[name].append(measure(q, k, v, upstream, scale))
+    return {name: np.array(values) for name, values in result.items()}
 
 
 def dot_product_std(d_ks=DEFAULT_D_KS, n_samples: int = 4000, seed: int = 0) -> np.ndarray:
@@ -59,7 +92,7 @@ def dot_product_std(d_ks=DEFAULT_D_KS, n_samples: int = 4000, seed: int = 0) -> 
     """
     d_ks = check_d_ks(d_ks)
     n_samples = _check_count("n_samples", n_samples, 2)
-    g = torch.Generator().manual_seed(seed)
+    g = _generator(seed)
     stds = []
     for d in d_ks:
         q, k = _draw(g, n_samples, 1, d)  # (N, 1, d), (N, 1, d)
@@ -79,6 +112,11 @@ def loglog_slope(x, y) -> float:
     return float(slope)
 
 
+def _largest_weight(q, k, v, upstream, scale) -> float:
+    _, w = scaled_dot_product_attention(q, k, v, scale=scale)  # (N, 1, T)
+    return w.amax(-1).mean().item()
+
+
 def max_softmax_weight(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500,
                        seed: int = 0) -> dict[str, np.ndarray]:
     """Mean (over n_samples queries) of the largest attention weight among n_keys keys.
@@ -86,18 +124,15 @@ def max_softmax_weight(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500
     Returns {"unscaled": ..., "scaled": ...}. A uniform softmax has max weight 1/n_keys, a
     one-hot softmax 1. Both variants see the same q and k.
     """
-    d_ks = check_d_ks(d_ks)
-    n_keys = _check_count("n_keys", n_keys, 2)
-    n_samples = _check_count("n_samples", n_samples, 1)
-    g = torch.Generator().manual_seed(seed)
-    result = {"unscaled": [], "scaled": []}
-    for d in d_ks:
-        q, k = _draw(g, n_samples, n_keys, d)
-        v = torch.zeros(n_samples, n_keys, 1, dtype=torch.float64)  # values do not matter here
-        for name, scale in (("unscaled", 1.0), ("scaled", None)):
-            _, w = scaled_dot_product_attention(q, k, v, scale=scale)  # (N, 1, T)
-            result[name].append(w.amax(-1).mean().item())
-    return {name: np.array(values) for name, values in result.items()}
+    return _compare_scales(_largest_weight, d_ks, n_keys, n_samples, 1, seed)
+
+
+def _query_gradient_norm(q, k, v, upstream, scale) -> float:
+    q_leaf = q.clone().requires_grad_(True)
+    out, _ = scaled_dot_product_attention(q_leaf, k, v, scale=scale)  # (N, 1, d_v)
+    (out * upstream).sum().backward()  # samples are independent: one backward for all
+    norms = q_leaf.grad.norm(dim=-1).flatten()  # (N,)   ||d loss_i / d q_i||
+    return norms.median().item()
 
 
 def softmax_gradient_norm(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500,
@@ -111,23 +146,7 @@ def softmax_gradient_norm(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 
     The median, not the mean: the typical query is what matters, and the mean is dominated by
     the rare samples whose two best keys happen to tie (there the softmax is not saturated).
     """
-    d_ks = check_d_ks(d_ks)
-    n_keys = _check_count("n_keys", n_keys, 2)
-    n_samples = _check_count("n_samples", n_samples, 1)
-    d_v = _check_count("d_v", d_v, 1)
-    gen = torch.Generator().manual_seed(seed)
-    result = {"unscaled": [], "scaled": []}
-    for d in d_ks:
-        q, k = _draw(gen, n_samples, n_keys, d)
-        v = torch.randn(n_samples, n_keys, d_v, generator=gen, dtype=torch.float64)  # (N, T, d_v)
-        upstream = torch.randn(n_samples, 1, d_v, generator=gen, dtype=torch.float64)  # (N, 1, d_v)
-        for name, scale in (("unscaled", 1.0), ("scaled", None)):
-            q_leaf = q.clone().requires_grad_(True)
-            out, _ = scaled_dot_product_attention(q_leaf, k, v, scale=scale)  # (N, 1, d_v)
-            (out * upstream).sum().backward()  # samples are independent: one backward for all
-            norms = q_leaf.grad.norm(dim=-1).flatten()  # (N,)   ||d loss_i / d q_i||
-            result[name].append(norms.median().item())
-    return {name: np.array(values) for name, values in result.items()}
+    return _compare_scales(_query_gradient_norm, d_ks, n_keys, n_samples, d_v, seed)
 
 
 def softmax_pair(d_k: int, n_keys: int = 8, seed: int = 0, max_d_k: int = 1024) -> dict:
@@ -143,7 +162,7 @@ def softmax_pair(d_k: int, n_keys: int = 8, seed: int = 0, max_d_k: int = 1024) 
     max_d_k = _check_count("max_d_k", max_d_k, 1)
     if d_k > max_d_k:
         raise ValueError(f"d_k must be at most max_d_k={max_d_k}, got {d_k}")
-    g = torch.Generator().manual_seed(seed)
+    g = _generator(seed)
     q_all, k_all = _draw(g, 1, n_keys, max_d_k)  # (1, 1, max_d_k), (1, T, max_d_k)
     q, k = q_all[..., :d_k], k_all[..., :d_k]  # (1, 1, d_k), (1, T, d_k)
     v = torch.zeros(1, n_keys, 1, dtype=torch.float64)

@@ -51,8 +51,8 @@ def fit(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor, x_test: 
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < float("inf"):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
     if len(x_train) != len(y_train) or len(x_test) != len(y_test):
         raise ValueError(f"x and y must have the same length, got train {len(x_train)}/{len(y_train)}, "
                          f"test {len(x_test)}/{len(y_test)}")

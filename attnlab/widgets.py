@@ -37,15 +37,29 @@ def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -
             t = torch.as_tensor(np.asarray(x, dtype=np.float64))
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be a matrix of numbers, got {type(x).__name__}") from None
+    if rows is None and cols is not None and t.dim() <= 1:  # a single vector: one row
+        t = t.reshape(1, -1)
     if t.dim() != 2:
         raise ValueError(f"{name} must be a 2-D matrix (rows, dims), got shape {tuple(t.shape)}")
     if rows is not None and t.shape[0] != rows:
         raise ValueError(f"{name} must have {rows} rows, got shape {tuple(t.shape)}")
     if cols is not None and t.shape[1] != cols:
         raise ValueError(f"{name} must have {cols} columns, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} must hold finite numbers")
     return t
+
+
+def _is_number(x) -> bool:
+    """A real number (int or float, NumPy's too), not a bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+# Style of a table cell that shows a caller's label: a very long label wraps instead of
+# stretching the table past the notebook's width.
+_LABEL_STYLE = "max-width:24em;overflow-wrap:anywhere"
 
 
 def _bar_html(fraction: float, color: str, width_px: int = 160) -> str:
@@ -73,13 +87,15 @@ class AttentionPlayground:
         self.keys = _as_matrix("keys", keys)  # (T, d_k)
         n_keys, d_k = self.keys.shape
         self.values = _as_matrix("values", values, rows=n_keys)  # (T, d_v)
-        if not (isinstance(limit, (int, float)) and limit > 0):
-            raise ValueError(f"limit must be a positive number, got {limit!r}")
-        if not (isinstance(step, (int, float)) and 0 < step <= limit):
+        if not (_is_number(limit) and 0 < limit < math.inf):
+            raise ValueError(f"limit must be a positive finite number, got {limit!r}")
+        if not (_is_number(step) and 0 < step <= limit):
             raise ValueError(f"step must be a number in (0, limit={limit}], got {step!r}")
         self.limit = float(limit)
         if key_labels is None:
             key_labels = [f"k{i}" for i in range(n_keys)]
+        if isinstance(key_labels, (str, bytes)) or not hasattr(key_labels, "__iter__"):
+            raise TypeError(f"key_labels must be a list of labels, one per key, got {type(key_labels).__name__}")
         key_labels = [str(label) for label in key_labels]
         if len(key_labels) != n_keys:
             raise ValueError(f"key_labels must have one label per key ({n_keys}), got {len(key_labels)}")
@@ -106,8 +122,10 @@ class AttentionPlayground:
         self.update()
 
     def _check_query(self, query) -> torch.Tensor:
-        q = _as_matrix("query", np.reshape(np.asarray(query, dtype=np.float64), (1, -1)),
-                       cols=self.keys.shape[1])[0]  # (d_k,)
+        q = _as_matrix("query", query, cols=self.keys.shape[1])  # (1, d_k)
+        if q.shape[0] != 1:
+            raise ValueError(f"query must be one vector of {self.keys.shape[1]} numbers, got shape {tuple(q.shape)}")
+        q = q[0]  # (d_k,)
         if q.abs().max() > self.limit:
             raise ValueError(f"query coordinates must lie in [-{self.limit}, {self.limit}] "
                              f"(the slider range), got {q.tolist()}")
@@ -161,7 +179,7 @@ class AttentionPlayground:
             return {}
         v = self.view()
         rows = "".join(
-            f"<tr><td>{html.escape(label)}</td><td>{s:.3f}</td><td>{ss:.3f}</td>"
+            f'<tr><td style="{_LABEL_STYLE}">{html.escape(label)}</td><td>{s:.3f}</td><td>{ss:.3f}</td>'
             f'<td class="attnlab-weight-value">{wt:.3f}</td><td>{_bar_html(wt, "#4c72b0")}</td></tr>'
             for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"], v["weights"])
         )
@@ -232,6 +250,8 @@ class SoftmaxScaleExplorer:
         Without `fig` this draws with pyplot (the notebook then calls plt.show()); the widget
         passes a bare matplotlib Figure and renders it to PNG itself.
         """
+        from .plots import SCALED_COLOR, UNSCALED_COLOR
+
         v = self.view() if view is None else view
         if fig is None:
             import matplotlib.pyplot as plt
@@ -239,8 +259,8 @@ class SoftmaxScaleExplorer:
             fig = plt.figure(figsize=(9, 3))
         axes = fig.subplots(1, 2, sharey=True)
         keys = np.arange(len(v["scores"]))
-        for ax, name, title, color in ((axes[0], "unscaled", "softmax(q·k)", "#c44e52"),
-                                       (axes[1], "scaled", f"softmax(q·k / √{v['d_k']})", "#4c72b0")):
+        for ax, name, title, color in ((axes[0], "unscaled", "softmax(q·k)", UNSCALED_COLOR),
+                                       (axes[1], "scaled", f"softmax(q·k / √{v['d_k']})", SCALED_COLOR)):
             ax.bar(keys, v[name], color=color)
             ax.set_title(f"{title}, d_k = {v['d_k']}")
             ax.set_xlabel("key")
@@ -292,6 +312,8 @@ class PredictionComparison:
         if not isinstance(models, dict) or not models:
             raise ValueError(f"models must be a non-empty dict {{name: model}}, got {type(models).__name__}")
         for name, model in models.items():
+            if not isinstance(name, str):
+                raise TypeError(f"models must be keyed by display names (str), got {type(name).__name__} {name!r}")
             if not callable(getattr(model, "predict_proba", None)):
                 raise TypeError(f"models[{name!r}] must have a predict_proba(x) method, got {type(model).__name__}")
         if not callable(getattr(vocab, "encode_batch", None)):
@@ -347,9 +369,9 @@ class PredictionComparison:
             for t, u in zip(v["tokens"], v["unknown"])
         ) or "<i>(no words)</i>"
         note = f" <i>(cut to the first {self.max_len} words)</i>" if v["truncated"] else ""
-        self.tokens_html.value = f"<b>the models read:</b> {words}{note}"
+        self.tokens_html.value = f'<div style="overflow-wrap:anywhere"><b>the models read:</b> {words}{note}</div>'
         rows = "".join(
-            f"<tr><td>{html.escape(name)}</td>"
+            f'<tr><td style="{_LABEL_STYLE}">{html.escape(name)}</td>'
             f'<td class="attnlab-compare-prob">{p["p_positive"]:.3f}</td>'
             f'<td>{_bar_html(p["p_positive"], "#55a868")}</td>'
             f'<td class="attnlab-compare-label">{html.escape(p["label"])}</td></tr>'

@@ -15,8 +15,9 @@
 # $$\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
 #
 # We work through it on numbers small enough to check with a pencil, then play with the query,
-# then look at several heads attending over a real sentence. Every number below is computed
-# with `attnlab.scaled_dot_product_attention`, the one implementation the whole series uses.
+# then look at several heads attending over a real sentence. Each step is done by hand and
+# checked against `attnlab.scaled_dot_product_attention`, the one implementation the whole
+# series uses.
 
 # %%
 import math
@@ -63,7 +64,7 @@ for j in range(len(K)):
 # %%
 scaled = raw / math.sqrt(d_k)  # (1, 3)   q·k_j / sqrt(d_k)
 for j in range(len(K)):
-    print(f"k{j}:  {raw[0, j].item():.3f} / {math.sqrt(d_k):.0f} = {scaled[0, j].item():.3f}")
+    print(f"k{j}:  {raw[0, j].item():.3f} / {math.sqrt(d_k):.3g} = {scaled[0, j].item():.3f}")
 
 # %% [markdown]
 # **Step 3 — softmax.** Turn scores into weights that are positive and sum to 1:

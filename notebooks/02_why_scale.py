@@ -28,6 +28,7 @@ import numpy as np
 
 import attnlab
 from attnlab import scaling
+from attnlab.plots import against_d_k
 from attnlab.widgets import SoftmaxScaleExplorer
 
 attnlab.seed_everything(0)
@@ -35,7 +36,7 @@ d_ks = np.array(scaling.DEFAULT_D_KS)
 print("d_k:", d_ks.tolist())
 
 # %% [markdown]
-# ## 1 · The dot product grows like √d_k
+# ## 1 · How the spread of q·k grows with d_k
 #
 # $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds up $d_k$ independent terms of variance 1, so we
 # expect its variance to be $d_k$ and its standard deviation $\sqrt{d_k}$. Measured over 4000
@@ -52,22 +53,16 @@ assert 0.45 < slope < 0.55, f"std(q·k) should grow like sqrt(d_k) (slope 0.5), 
 assert np.all(np.abs(std / np.sqrt(d_ks) - 1) < 0.1), "std(q·k / sqrt(d_k)) should be about 1 at every d_k"
 
 # %%
-fig, ax = plt.subplots(figsize=(5, 3.5))
-ax.loglog(d_ks, std, "o", label="measured std(q·k)")
-ax.loglog(d_ks, np.sqrt(d_ks), "--", label="√d_k")
-ax.loglog(d_ks, std / np.sqrt(d_ks), "s", label="std(q·k / √d_k)")
-ax.set_xscale("log", base=2)
-ax.set_xlabel("d_k")
-ax.set_ylabel("standard deviation")
-ax.set_title(f"spread of the dot product (fitted slope {slope:.2f})")
-ax.legend()
+against_d_k(d_ks, std, std / np.sqrt(d_ks), "standard deviation", labels=("std(q·k)", "std(q·k / √d_k)"),
+            log_y=True, reference=np.sqrt(d_ks), reference_label="√d_k",
+            title=f"spread of the dot product (fitted slope {slope:.2f})")
 plt.show()
 
 # %% [markdown]
 # Dividing by $\sqrt{d_k}$ brings the spread back to about 1 whatever $d_k$ is: that is the whole
 # point of the scale.
 #
-# ## 2 · Unscaled scores make the softmax one-hot
+# ## 2 · What that spread does to the softmax
 #
 # Softmax depends on *differences* between scores. When the scores spread over tens of units,
 # $e^{s}$ makes the largest one dwarf the rest. We take 16 keys per query and record the largest
@@ -84,24 +79,18 @@ assert top["unscaled"][-1] > 0.9, "unscaled: at d_k=1024 the softmax should be n
 assert np.ptp(top["scaled"]) < 0.05, "scaled: the largest weight should not depend on d_k"
 
 # %%
-fig, ax = plt.subplots(figsize=(5, 3.5))
-ax.plot(d_ks, top["unscaled"], "o-", color="#c44e52", label="softmax(q·k)")
-ax.plot(d_ks, top["scaled"], "s-", color="#4c72b0", label="softmax(q·k / √d_k)")
-ax.axhline(1 / 16, color="gray", ls=":", label="uniform (1/16)")
-ax.set_xscale("log", base=2)
-ax.set_ylim(0, 1.05)
-ax.set_xlabel("d_k")
-ax.set_ylabel("mean largest weight")
-ax.set_title("how peaked is the softmax? (16 keys)")
-ax.legend()
+against_d_k(d_ks, top["unscaled"], top["scaled"], "mean largest weight", reference=1 / 16,
+            reference_label="uniform (1/16)", ylim=(0, 1.05), title="how peaked is the softmax? (16 keys)")
 plt.show()
 
 # %% [markdown]
-# ## 3 · A one-hot softmax passes no gradient
+# ## 3 · How much gradient reaches the query
 #
-# Learning needs gradient. We send a random gradient back from the attention output (as a later
-# layer would) and measure how much reaches the query, $\lVert \partial L / \partial q \rVert$,
-# the signal that would train the query projection $W_Q$. We report the median over 500 queries
+# Learning needs gradient. The softmax's slope, $\partial w_i / \partial s_j = w_i(\delta_{ij} - w_j)$,
+# is zero when one weight is 1 and the others 0, so a saturated softmax should pass almost
+# nothing back. We send a random gradient back from the attention output (as a later layer
+# would) and measure how much reaches the query, $\lVert \partial L / \partial q \rVert$, the
+# signal that would train the query projection $W_Q$. We report the median over 500 queries
 # (16 keys, 16-dimensional values).
 
 # %%
@@ -118,14 +107,8 @@ assert grad["unscaled"][-1] < 0.01 * grad["unscaled"][peak], "unscaled: the grad
 assert grad["scaled"].max() / grad["scaled"].min() < 2, "scaled: the gradient should stay the same size"
 
 # %%
-fig, ax = plt.subplots(figsize=(5, 3.5))
-ax.semilogy(d_ks, grad["unscaled"], "o-", color="#c44e52", label="softmax(q·k)")
-ax.semilogy(d_ks, grad["scaled"], "s-", color="#4c72b0", label="softmax(q·k / √d_k)")
-ax.set_xscale("log", base=2)
-ax.set_xlabel("d_k")
-ax.set_ylabel("median ‖∂L/∂q‖")
-ax.set_title("gradient reaching the query")
-ax.legend()
+against_d_k(d_ks, grad["unscaled"], grad["scaled"], "median ‖∂L/∂q‖", log_y=True,
+            title="gradient reaching the query")
 plt.show()
 
 # %% [markdown]
@@ -141,9 +124,9 @@ else:
           "in this measurement the collapse is milder than the paper suggests.")
 larger = d_ks[grad["unscaled"] > grad["scaled"]]
 if len(larger):
-    print(f"For small d_k (up to {larger.max()}) the unscaled gradient is even *larger* than the scaled one: "
-          f"bigger scores mean steeper slopes. It peaks at d_k = {d_ks[peak]}, then the softmax saturates "
-          "and the slope vanishes.")
+    print(f"For d_k = {', '.join(str(d) for d in larger)} the unscaled gradient is even *larger* than the "
+          f"scaled one: without the division each score moves √d_k times faster when q moves. It peaks at "
+          f"d_k = {d_ks[peak]}; beyond that the softmax saturates and its slope vanishes.")
 
 # %% [markdown]
 # ## Try it: one query, eight keys, more and more dimensions

@@ -14,13 +14,15 @@
 # we measure it — on notebook 03's task, and on a task built so that only word order decides.
 
 # %%
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from IPython.display import display
 
 import attnlab
-from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_order_reviews
+from attnlab.data import LABELS, MAX_LEN, NEGATIVE, POSITIVE, Vocab, make_order_reviews
 from attnlab.models import TinyTransformer
 from attnlab.plots import accuracy_curves, mean_spread_bars
 from attnlab.train import RECIPE, train_classifier
@@ -56,7 +58,8 @@ for positions in ("none", "sinusoidal"):
         logit_diff = (model(x[:, perm]) - model(x)).abs().max().item()
     print(f"positions={positions!r:12}  max |states(shuffled) - shuffled states| = {diffs[positions]:.5f}, "
           f"max |logit change| = {logit_diff:.5f}")
-assert diffs["none"] < 1e-5 and diffs["sinusoidal"] > 1e-2
+assert diffs["none"] < 1e-5, "without positions, shuffling the input must only shuffle the outputs"
+assert diffs["sinusoidal"] > 1e-2, "with positions, shuffling the input must change the outputs"
 
 # %% [markdown]
 # So a model without positions is a *bag-of-words* model: it cannot tell "great, not awful"
@@ -70,8 +73,8 @@ assert diffs["none"] < 1e-5 and diffs["sinusoidal"] > 1e-2
 #   both orders are equally likely, so no bag-of-words model can beat 50 %.
 
 # %%
-order = make_order_reviews(6, seed=1)
-for words, label, pos in list(zip(*order))[:3]:
+order = make_order_reviews(3, seed=1)
+for words, label, pos in zip(*order):
     second = next(i for i, w in enumerate(words) if i > pos and w in POSITIVE + NEGATIVE)
     swapped = list(words)
     swapped[pos], swapped[second] = words[second], words[pos]
@@ -83,8 +86,8 @@ for words, label, pos in list(zip(*order))[:3]:
 #
 # The same TinyTransformer (notebook 03's recipe) with learned positions, sinusoidal positions or
 # none, each trained with 3 seeds (data, initial weights and batch order all change with the
-# seed). The bag task is learned within 3 epochs in notebook 03, so it gets 4 epochs here (to
-# save time); the order task gets the full 12.
+# seed). To save time the bag task gets only 4 epochs (the accuracies below show whether that is
+# enough); the order task gets the recipe's full 12.
 
 # %%
 SEEDS = (0, 1, 2)
@@ -125,7 +128,7 @@ else:
 
 none_order = mean["order"]["none"]
 with_pos = max(mean["order"]["learned"], mean["order"]["sinusoidal"])
-if abs(none_order - 0.5) < 0.05:
+if abs(none_order - 0.5) < 0.05:  # 0.05: about 3.5 standard errors of a coin on 1,200 reviews
     print(f"order task: without positions the model stays at chance ({none_order:.3f}), as the bag "
           f"argument predicts; with positions it reaches {with_pos:.3f}. Here positions are the whole story.")
 else:
@@ -134,7 +137,7 @@ else:
           f"reviews has a standard error of {0.5 / np.sqrt(n_test):.3f} around 0.5. With positions it "
           f"reaches {with_pos:.3f}.")
 assert bag_gap < 0.02, "positions should not matter on the bag task"
-assert abs(none_order - 0.5) < 0.06, "without positions the order task is at chance"
+assert abs(none_order - 0.5) < 0.05, "without positions the order task is at chance"
 assert min(mean["order"]["learned"], mean["order"]["sinusoidal"]) > 0.85, "with positions the order task is learned"
 
 # %% [markdown]
@@ -158,23 +161,45 @@ def first_epoch_at(histories, level=0.9):
 
 reach = {v: first_epoch_at([r.history for r in runs["order"][v]]) for v in ("learned", "sinusoidal")}
 for v, e in reach.items():
-    print(f"{v:10}: final mean accuracy {mean['order'][v]:.3f}, mean reaches 0.9 at epoch {e}")
-gap = mean["order"]["sinusoidal"] - mean["order"]["learned"]
-if reach["learned"] == reach["sinusoidal"] and abs(gap) < 0.02:
-    print(f"Learned and sinusoidal positions do equally well here (gap {gap:+.3f}, same epoch to 0.9).")
+    print(f"{v:10}: final mean accuracy {mean['order'][v]:.3f}, "
+          + (f"mean reaches 0.9 at epoch {e}" if e else "mean never reaches 0.9"))
+# the faster one first: earlier epoch to 0.9, then higher final accuracy
+faster, slower = sorted(reach, key=lambda v: (reach[v] or math.inf, -mean["order"][v]))
+gap = mean["order"][faster] - mean["order"][slower]
+if reach[faster] != reach[slower]:
+    print(f"{faster} positions learn the order task faster here: the mean reaches 0.9 at epoch "
+          f"{reach[faster]} against {reach[slower] or 'never'}; final accuracy {mean['order'][faster]:.3f} "
+          f"against {mean['order'][slower]:.3f}.")
+elif gap >= 0.02:
+    print(f"Both reach 0.9 at the same epoch, but {faster} positions end higher: "
+          f"{mean['order'][faster]:.3f} against {mean['order'][slower]:.3f}.")
 else:
-    better = min(reach, key=lambda v: (reach[v] or 10 ** 6, -mean["order"][v]))
-    other = "learned" if better == "sinusoidal" else "sinusoidal"
-    print(f"{better} positions learn the order task faster here: the mean reaches 0.9 at epoch "
-          f"{reach[better]} against {reach[other]}, final accuracy {mean['order'][better]:.3f} against "
-          f"{mean['order'][other]:.3f}.")
-    if better == "sinusoidal":
-        print("A plausible reason: the sinusoidal table gives every position a distinct, full-size vector "
-              "from the first step, while learned positions start as small random vectors that must be "
-              "trained before the model can compare them.")
-    else:
-        print("A plausible reason: learned positions are shaped by this very task, while the fixed "
-              "sinusoidal table must be decoded by the attention projections.")
+    print(f"Learned and sinusoidal positions do equally well here (final gap {gap:.3f}, same epoch to 0.9).")
+
+# %% [markdown]
+# Why might one kind be faster? A first clue is the size of what each adds to the token vectors
+# when training starts (mean vector norm over the positions a review uses):
+
+# %%
+torch.manual_seed(0)
+fresh = {kind: TinyTransformer(len(vocab), positions=kind) for kind in ("learned", "sinusoidal")}
+norm = {"token": fresh["learned"].embed.weight[2:].norm(dim=-1).mean().item()}  # the words (not PAD, UNK)
+norm.update({kind: m.pos.table[:MAX_LEN].norm(dim=-1).mean().item() for kind, m in fresh.items()})
+print(f"at initialisation: token vector {norm['token']:.2f}, learned position {norm['learned']:.2f}, "
+      f"sinusoidal position {norm['sinusoidal']:.2f}")
+if reach[faster] == reach[slower]:
+    print("Both reach 0.9 at the same epoch: whatever the sizes, here they learn order about equally fast.")
+elif faster == "sinusoidal" and norm["learned"] < norm["token"] <= norm["sinusoidal"]:
+    print(f"A plausible reason: from the first step the sinusoidal vectors are "
+          f"{norm['sinusoidal'] / norm['token']:.1f}× the size of the token vectors, while learned positions "
+          f"start at {norm['learned'] / norm['token']:.2f}× and must grow before the model can read order "
+          "from them.")
+elif faster == "learned":
+    smaller = " although they start smaller" if norm["learned"] < norm["sinusoidal"] else ""
+    print(f"Learned positions are faster{smaller}: a possible reason, not measured here, is that they are "
+          "shaped by this very task, while the fixed table must be decoded by the attention projections.")
+else:
+    print("The sizes do not explain the difference: sinusoidal positions are faster without starting larger.")
 
 # %% [markdown]
 # ## Try it: both models side by side

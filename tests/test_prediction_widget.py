@@ -49,6 +49,8 @@ def test_typing_updates_the_view_and_any_string_is_shown_as_text(compare):
     compare.input.value = ""
     assert "(no words)" in compare.tokens_html.value and len(shown(compare)[0]) == 2
     assert compare.text().startswith("reads: (no words)")
+    compare.input.value = "x" * 100_000  # one huge word: shown (escaped), wrapping, marked unknown
+    assert 'overflow-wrap:anywhere' in compare.tokens_html.value and compare.view()["unknown"] == [True]
     compare.input.value = "good " * 1000 + "ünïcödé ☃"
     v = compare.view()
     assert len(v["tokens"]) == 64 and v["truncated"] and "cut to the first 64 words" in compare.text(v)
@@ -71,3 +73,7 @@ def test_bad_arguments_raise_clear_errors():
         PredictionComparison({"m": TinyTransformer(62)}, ["good"])
     with pytest.raises(TypeError, match="text must be a str"):
         PredictionComparison({"m": TinyTransformer(62)}, vocab, text=None)
+    with pytest.raises(TypeError, match="display names"):
+        PredictionComparison({1: TinyTransformer(62)}, vocab)
+    with pytest.raises(TypeError, match="text must be a str"):
+        PredictionComparison({"m": TinyTransformer(62)}, vocab).view(b"good")

@@ -113,6 +113,8 @@ def test_softmax_pair_is_nested_and_matches_attention():
     (lambda: scaling.softmax_gradient_norm([4], d_v=0), ValueError, "d_v"),
     (lambda: scaling.softmax_pair(2048), ValueError, "max_d_k"),
     (lambda: scaling.softmax_pair(0), ValueError, "d_k"),
+    (lambda: scaling.dot_product_std([4], seed="0"), TypeError, "seed must be an int"),
+    (lambda: scaling.max_softmax_weight([4], seed=1.5), TypeError, "seed must be an int"),
 ])
 def test_bad_arguments_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):

@@ -79,7 +79,8 @@ def test_fit_prints_one_rounded_line_per_epoch_or_nothing(capsys):
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"epochs": 0}, ValueError, "epochs must be a positive int"),
     ({"batch_size": 2.5}, ValueError, "batch_size must be a positive int"),
-    ({"lr": 0}, ValueError, "lr must be positive"),
+    ({"lr": 0}, ValueError, "lr must be a positive number"),
+    ({"lr": "fast"}, ValueError, "lr must be a positive number"),
 ])
 def test_fit_rejects_bad_arguments(kwargs, exc, match):
     x = torch.ones(4, 3, dtype=torch.long)

@@ -96,6 +96,18 @@ def test_labels_are_shown_as_text_not_html():
     assert "<b>bold</b>" in p.text()  # the plain-text view shows the label as given
 
 
+def test_view_rejects_a_query_that_is_not_numbers(playground):
+    with pytest.raises(TypeError, match="query must be a matrix of numbers"):
+        playground.view("x")
+    with pytest.raises(ValueError, match="query must have 4 columns"):
+        playground.set_query([1.0])
+
+
+def test_long_labels_wrap_instead_of_widening_the_table():
+    p = AttentionPlayground(K, V, key_labels=["x" * 5000, "k1", "k2"])
+    assert 'overflow-wrap:anywhere">' + "x" * 5000 in p.weights_html.value
+
+
 def test_default_query_is_the_first_key():
     p = AttentionPlayground(K, V)
     np.testing.assert_allclose(p.query, K[0])
@@ -109,6 +121,14 @@ def test_default_query_is_the_first_key():
     (dict(keys=K, values=V, key_labels=["a"]), ValueError, "one label per key"),
     (dict(keys="abc", values=V), TypeError, "keys must be a matrix of numbers"),
     (dict(keys=[[float("nan")] * 4] * 3, values=V), ValueError, "finite"),
+    (dict(keys=K, values=V, query="abc"), TypeError, "query must be a matrix of numbers"),
+    (dict(keys=K, values=V, query=[[1.0, 0, 0, 0], [0, 1.0, 0, 0]]), ValueError, "query must be one vector"),
+    (dict(keys=K, values=V, key_labels="abc"), TypeError, "key_labels must be a list"),
+    (dict(keys=K, values=V, key_labels=3), TypeError, "key_labels must be a list"),
+    (dict(keys=K, values=V, limit=True), ValueError, "limit must be a positive finite number"),
+    (dict(keys=K, values=V, limit=float("inf")), ValueError, "limit must be a positive finite number"),
+    (dict(keys=K, values=V, step=0), ValueError, "step must be a number"),
+    (dict(keys=[[]], values=[[]]), ValueError, "keys must not be empty"),
 ])
 def test_playground_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -154,6 +174,8 @@ def test_explorer_draw_returns_two_panels():
     (dict(d_ks=[]), ValueError, "d_ks"),
     (dict(d_ks=[4, 0]), ValueError, "positive ints"),
     (dict(d_ks=[4, 8], d_k=16), ValueError, "d_k must be one of"),
+    (dict(n_keys=1), ValueError, "n_keys must be an int >= 2"),
+    (dict(seed="0"), TypeError, "seed must be an int"),
 ])
 def test_explorer_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -1,0 +1,44 @@
+"""attnlab.plots: attention pictures stay readable at a notebook's width and reject bad input."""
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from attnlab.plots import MAX_WIDTH, attention_heatmap, head_grid
+
+
+@pytest.mark.parametrize("T", [3, 6, 7, 15])
+def test_head_grid_fits_a_notebook_and_shows_every_head_and_the_mean(T):
+    weights = torch.softmax(torch.randn(4, T, T, generator=torch.Generator().manual_seed(0)), -1)  # (H, T, T)
+    fig = head_grid(weights, [f"t{i}" for i in range(T)], title="t", highlight=1)
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_title()]
+    assert [ax.get_title() for ax in heatmaps] == ["head 0", "head 1", "head 2", "head 3", "mean of heads"]
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+    assert all(ax.get_xticklabels()[1].get_color() == "red" for ax in heatmaps)
+    plt.close(fig)
+
+
+def test_heatmap_rejects_bad_shapes_labels_and_highlights():
+    with pytest.raises(ValueError, match="2-D"):
+        attention_heatmap(torch.ones(2, 2, 2))
+    with pytest.raises(ValueError, match="got 1 labels for an axis of length 2"):
+        attention_heatmap(torch.ones(2, 2), ["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="highlight must be key indices in 0..1"):
+        attention_heatmap(torch.ones(2, 2), ["a", "b"], ["a", "b"], highlight=5)
+    with pytest.raises(ValueError, match=r"shape \(H, T, T\)"):
+        head_grid(torch.ones(2, 2), ["a", "b"])
+    plt.close("all")
+
+
+def test_against_d_k_draws_both_variants_and_a_reference():
+    from attnlab.plots import SCALED_COLOR, UNSCALED_COLOR, against_d_k
+
+    d_ks = [4, 16, 64]
+    fig = against_d_k(d_ks, [0.4, 0.7, 0.9], [0.24, 0.24, 0.25], "largest weight", reference=1 / 16,
+                      reference_label="uniform", log_y=True)
+    ax = fig.axes[0]
+    assert [line.get_color() for line in ax.lines[:2]] == [UNSCALED_COLOR, SCALED_COLOR]
+    assert list(ax.lines[2].get_ydata()) == [1 / 16] * 3
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match="one value per d_k"):
+        against_d_k(d_ks, [1.0, 2.0], [1.0, 2.0, 3.0], "y")
+    plt.close("all")
