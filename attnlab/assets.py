@@ -1,11 +1,13 @@
 """Every file attnlab needs that is not code — pre-trained weights and a data set — is found,
 checked and (only when asked) downloaded here, and nowhere else.
 
-Students work offline and CI has no internet, so nothing is downloaded at import time or by
-`require`: each asset is looked for in the places of DESIGN.md's table, in that order, and the
-first copy whose sha256 matches is used. Only `fetch` (`python -m attnlab fetch`, run by an
-instructor before class) downloads. When no good copy exists, `AssetError` says which asset,
-every place looked and what was wrong there, and the one command that fixes it.
+Students work offline and CI has no internet, so nothing is downloaded at import time: each
+asset is looked for in the places of DESIGN.md's table, in that order, and the first copy whose
+sha256 matches is used. `require` only looks (doctor and the MiniLM loader use it); `fetch` adds
+DESIGN's last place, the official download, and is what the Fashion-MNIST and MobileNetV2
+loaders call (and `python -m attnlab fetch`, run by an instructor before class). When no good
+copy exists, `AssetError` says which asset, every place looked and what was wrong there, and the
+one command that fixes it.
 
     require("mobilenet_v2_0.35") -> Path     # verified, or AssetError
     read_idx(require("fashion-mnist/t10k-labels")) -> np.ndarray
@@ -330,7 +332,8 @@ def _download(asset: Asset) -> Path:
 
 
 def fetch(name: str) -> Path:
-    """`require(name)`, downloading the asset first when no verified copy exists."""
+    """`require(name)`, downloading the asset first when no verified copy exists anywhere
+    (a download is checked like any other copy; a bad one is never left in the cache)."""
     asset = _asset(name)
     try:
         return require(name)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .assets import read_idx, require
+from .assets import fetch, read_idx
 
 __all__ = [
     "CLASS_NAMES", "import_keras", "load_fashion_mnist", "mobilenet_v2", "preprocess",
@@ -58,11 +58,12 @@ def import_keras():
 
 def load_fashion_mnist():
     """((x_train, y_train), (x_test, y_test)) as `keras.datasets.fashion_mnist.load_data()`
-    returns them: uint8 images (N, 28, 28), uint8 labels (N,) — read from verified local files,
-    never downloaded (see attnlab.assets; `python -m attnlab fetch` downloads)."""
+    returns them: uint8 images (N, 28, 28), uint8 labels (N,) — from the first verified local
+    copy in DESIGN.md's order, downloaded the way Keras does only when there is none anywhere
+    (offline, that fails with an AssetError naming every place looked and the fixing command)."""
     def split(name):
-        x = read_idx(require(f"fashion-mnist/{name}-images"))  # (N, 28, 28) uint8
-        y = read_idx(require(f"fashion-mnist/{name}-labels"))  # (N,) uint8
+        x = read_idx(fetch(f"fashion-mnist/{name}-images"))  # (N, 28, 28) uint8
+        y = read_idx(fetch(f"fashion-mnist/{name}-labels"))  # (N,) uint8
         if x.shape[0] != y.shape[0]:
             raise ValueError(f"Fashion-MNIST {name}: {x.shape[0]} images but {y.shape[0]} labels")
         return x, y
@@ -120,7 +121,7 @@ def mobilenet_v2(alpha: float = 0.35):
 @functools.lru_cache(maxsize=None)
 def _mobilenet_v2(alpha: float):
     keras = import_keras()
-    weights = require(f"mobilenet_v2_{alpha:g}")
+    weights = fetch(f"mobilenet_v2_{alpha:g}")
     layout = keras.config.image_data_format()
     keras.config.set_image_data_format("channels_last")  # whatever ~/.keras/keras.json says
     try:

@@ -254,3 +254,51 @@ def test_noise_and_invert():
 def test_perturb_rejects_bad_arguments(kind, amount, message):
     with pytest.raises(ValueError, match=message):
         retrieval.perturb(np.zeros((1, 4, 4), np.uint8), kind, amount)
+
+
+# --- the official download, DESIGN.md's last place --------------------------------------------
+
+@pytest.fixture
+def nowhere(monkeypatch, tmp_path):
+    """No local copy of Fashion-MNIST anywhere: every place of the lookup points at empty folders."""
+    need("fashion-mnist/train-images", "fashion-mnist/train-labels",
+         "fashion-mnist/t10k-images", "fashion-mnist/t10k-labels")
+    real = {name: assets.require(f"fashion-mnist/{name}") for name in
+            ("train-images", "train-labels", "t10k-images", "t10k-labels")}
+    monkeypatch.delenv("ATTNLAB_DATA", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
+    monkeypatch.setattr(assets, "DEBIAN_DATA_DIR", tmp_path / "debian")
+    return real
+
+
+def test_a_missing_data_set_is_downloaded_as_the_last_resort(nowhere, tmp_path, monkeypatch):
+    downloaded = []
+
+    def download(asset):  # stands in for keras.utils.get_file: the same bytes, into Keras's cache
+        downloaded.append(asset.name)
+        target = tmp_path / "keras" / "datasets" / "fashion-mnist" / nowhere[asset.name.split("/")[1]].name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(nowhere[asset.name.split("/")[1]].read_bytes())
+        return target
+
+    monkeypatch.setattr(assets, "_download", download)
+    (x, y), (xt, yt) = retrieval.load_fashion_mnist()
+    assert x.shape == (60000, 28, 28) and xt.shape == (10000, 28, 28)
+    assert sorted(downloaded) == sorted(f"fashion-mnist/{n}" for n in nowhere)
+    retrieval.load_fashion_mnist()  # now found in the Keras cache: nothing downloaded again
+    assert len(downloaded) == 4
+
+
+def test_offline_without_the_data_the_error_names_everything(nowhere, monkeypatch):
+
+    def offline(asset):
+        raise OSError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(assets, "_download", offline)
+    with pytest.raises(assets.AssetError) as info:
+        retrieval.load_fashion_mnist()
+    message = str(info.value)
+    for expected in ("fashion-mnist/train-images", "$ATTNLAB_DATA: not set", "Keras cache",
+                     "Debian package dataset-fashion-mnist", "download failed: OSError",
+                     "python -m attnlab fetch", "apt-get install dataset-fashion-mnist"):
+        assert expected in message, f"{expected!r} missing from:\n{message}"
