@@ -1,0 +1,33 @@
+"""attnlab.report.fmt: the guard that finds a fragile printed number when it is recorded."""
+import pytest
+
+from attnlab.report import FragileOutput, fmt
+
+
+def test_fmt_rounds_like_format_and_never_prints_minus_zero():
+    assert fmt(0.40512, 3) == "0.405"
+    assert fmt(-0.0001, 3) == "0.000"
+    assert fmt(2.5, 1, sign=True) == "+2.5"
+
+
+def test_guard_is_off_unless_recording(monkeypatch):
+    monkeypatch.delenv("ATTNLAB_RECORDING", raising=False)
+    assert fmt(0.1235, 3) in ("0.123", "0.124")  # silent outside `make notebooks`
+
+
+@pytest.mark.parametrize("value", [0.1235, 0.12350001, 0.1234999, -0.9995, 12.3455])
+def test_guard_refuses_a_value_next_to_a_rounding_edge_while_recording(monkeypatch, value):
+    monkeypatch.setenv("ATTNLAB_RECORDING", "1")
+    with pytest.raises(FragileOutput, match="rounding edge"):
+        fmt(value, 3)
+
+
+@pytest.mark.parametrize("value", [0.1232, 0.1238, 1.0, 0.0, -0.4051, float("nan")])
+def test_guard_accepts_values_away_from_an_edge(monkeypatch, value):
+    monkeypatch.setenv("ATTNLAB_RECORDING", "1")
+    fmt(value, 3)
+
+
+def test_guard_can_be_waived_for_exact_values(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_RECORDING", "1")
+    assert fmt(1911 / 2000, 3, guard=False) in ("0.955", "0.956")
