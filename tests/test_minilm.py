@@ -1,4 +1,4 @@
-"""attnlab.pretrained: the published all-MiniLM-L6-v2, rebuilt from attnlab's own attention code.
+"""attnlab.minilm: the published all-MiniLM-L6-v2, rebuilt from attnlab's own attention code.
 
 The proof that it is the real model is a published output: the sentence-transformers Quickstart
 prints the similarities of three sentences under all-MiniLM-L6-v2, and we reproduce them to the
@@ -16,7 +16,7 @@ import torch
 import attnlab
 from attnlab import assets
 from attnlab.attention import EncoderBlock, MultiHeadAttention
-from attnlab.pretrained import DEFAULT_MAX_LENGTH, load_minilm, model_files
+from attnlab.minilm import DEFAULT_MAX_LENGTH, load_minilm, model_files
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +36,8 @@ QUICKSTART_COSINE = [[1.0000, 0.6660, 0.1046],
                      [0.6660, 1.0000, 0.1411],
                      [0.1046, 0.1411, 1.0000]]
 # Source: sentence-transformers docs, "Semantic Textual Similarity" > "Similarity Calculation"
-# (https://sbert.net/docs/sentence_transformer/usage/semantic_textual_similarity.html), same model and
-# sentences with SimilarityFunction.MANHATTAN (negative L1 distance):
+# (https://sbert.net/docs/sentence_transformer/usage/semantic_textual_similarity.html), same
+# model and sentences with SimilarityFunction.MANHATTAN (negative L1 distance):
 #     # tensor([[ -0.0000, -12.6269, -20.2167],
 #     #         [-12.6269,  -0.0000, -20.1288],
 #     #         [-20.2167, -20.1288,  -0.0000]])
@@ -69,7 +69,8 @@ def test_is_built_from_attnlabs_own_encoder_blocks(model):
     for block in model.blocks:
         assert type(block) is EncoderBlock
         assert type(block.attn) is MultiHeadAttention
-        assert isinstance(block.ff[1], torch.nn.GELU) and block.ff[1].approximate == "none"  # erf GELU
+        assert isinstance(block.ff[1], torch.nn.GELU)
+        assert block.ff[1].approximate == "none"  # the exact, erf GELU
         assert block.norm1.eps == block.norm2.eps == 1e-12
     assert model.embed_norm.eps == 1e-12
     assert not any(p.requires_grad for p in model.parameters())
@@ -78,7 +79,8 @@ def test_is_built_from_attnlabs_own_encoder_blocks(model):
 
 def test_needs_neither_transformers_nor_sentence_transformers():
     code = ("import sys, attnlab; m = attnlab.load_minilm(); m.encode(['x']); "
-            "print([k for k in sys.modules if k.split('.')[0] in ('transformers', 'sentence_transformers')])")
+            "print([k for k in sys.modules "
+            "if k.split('.')[0] in ('transformers', 'sentence_transformers')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -94,7 +96,8 @@ def test_embeddings_are_unit_length_and_384_wide(model):
 def test_batched_and_one_at_a_time_agree(model):
     # different lengths, so the batch has padding (and is reordered by length inside encode)
     texts = ["short", "A somewhat longer sentence about attention heads.", "Mid length one here.",
-             "The quick brown fox jumps over the lazy dog while the cat watches from the window.", ""]
+             "The quick brown fox jumps over the lazy dog while the cat watches from the window.",
+             ""]
     batched = model.encode(texts, batch_size=5)
     one_by_one = torch.cat([model.encode(t) for t in texts])  # (5, 384)
     assert (batched - one_by_one).abs().max().item() <= 1e-6
@@ -150,8 +153,8 @@ def test_tokenizer_matches_the_published_tokenizer_json(model):
     ref.no_truncation()
     ref.no_padding()
     texts = ["Héllo, WORLD!! unaffable", "Crème brûlée à Paris — naïve café", "東京タワー と 서울",
-             "🙂🎉 emoji", "tab\tnew\nline\r\x0b\x0c", "<script>alert(1)</script>", "don't stop", "",
-             "   ", "ﬁnancial ＡＢＣ", "Ωmega ∑ 3.14 $5,000 #hashtag @user"]
+             "🙂🎉 emoji", "tab\tnew\nline\r\x0b\x0c", "<script>alert(1)</script>", "don't stop",
+             "", "   ", "ﬁnancial ＡＢＣ", "Ωmega ∑ 3.14 $5,000 #hashtag @user"]
     ours = model.tokenizer.encode_batch(texts)
     for text, a, b in zip(texts, ours, ref.encode_batch(texts)):
         assert a.ids == b.ids, text
@@ -168,14 +171,18 @@ def test_long_text_is_truncated_and_says_so(model):
     tokens, maps = model.attention_maps(long)
     assert len(tokens) == 256 and maps[0].shape == (1, 12, 256, 256)
     # what lies past the cut does not change the embedding
-    assert torch.allclose(model.encode(long), model.encode(long + " and then a different ending"), atol=1e-6)
+    assert torch.allclose(model.encode(long), model.encode(long + " and then a different ending"),
+                          atol=1e-6)
 
 
 def test_max_length_can_go_up_to_the_position_table_and_no_further():
     m = load_minilm(max_length=512)
     assert m.tokenize(["word " * 1000]).ids.shape == (1, 512)
-    for bad in (513, 1, 0, 256.0, "256", True):
-        with pytest.raises(ValueError, match="max_length"):
+    for bad in (513, 1, 0):  # word pieces, [CLS] and [SEP] included
+        with pytest.raises(ValueError, match=f"must be an int >= 2 and <= 512, got {bad}"):
+            m.max_length = bad
+    for bad in (256.0, "256", True):
+        with pytest.raises(TypeError, match="max_length must be an int"):
             m.max_length = bad
 
 
@@ -189,18 +196,18 @@ def test_empty_inputs(model):
 def test_lone_surrogates_are_read_as_the_replacement_character(model):
     # a Python str may hold them (e.g. from a JSON escape); the tokenizer refuses them as they are
     assert torch.equal(model.encode("bad \ud800 film"), model.encode("bad \ufffd film"))
-    assert torch.equal(model.encode("\ud83d\ude00"), model.encode("\U0001f600"))  # a pair: the emoji
+    assert torch.equal(model.encode("\ud83d\ude00"), model.encode("\U0001f600"))  # a pair: emoji
     assert model.attention_maps("\udfff")[0] == model.attention_maps("\ufffd")[0]
 
 
 def test_bad_arguments_name_what_was_wrong(model):
     with pytest.raises(TypeError, match="sentences must be a str or a list of str, got int"):
         model.encode(123)
-    with pytest.raises(TypeError, match=r"sentences\[1\] must be a str, got NoneType"):
+    with pytest.raises(TypeError, match=r"sentences\[1\] must be a str, got None \(NoneType\)"):
         model.encode(["ok", None])
-    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1, got 0"):
         model.encode(["ok"], batch_size=0)
-    with pytest.raises(TypeError, match="sentence must be a str, got list"):
+    with pytest.raises(TypeError, match=r"sentence must be a str, got \['a list'\] \(list\)"):
         model.attention_maps(["a list"])
     with pytest.raises(TypeError, match="path must be a folder path"):
         load_minilm(path=5)
@@ -253,7 +260,8 @@ def test_missing_assets_explain_the_fix(monkeypatch, tmp_path):
 
 def test_public_name_and_similarity_makes_sense(model):
     assert attnlab.load_minilm is load_minilm
-    e = model.encode(["A man is eating food.", "A man is eating a piece of bread.", "A monkey is playing drums."])
+    e = model.encode(["A man is eating food.", "A man is eating a piece of bread.",
+                      "A monkey is playing drums."])
     assert e[0] @ e[1] > e[0] @ e[2] + 0.3
     assert math.isclose(float(e[0] @ e[0]), 1.0, abs_tol=1e-6)
 
@@ -261,8 +269,10 @@ def test_public_name_and_similarity_makes_sense(model):
 def test_the_weights_licence_and_attribution_ship_with_the_project():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "LICENSES" / "all-MiniLM-L6-v2.txt").read_text()
-    assert "sentence-transformers/all-MiniLM-L6-v2" in text and "Apache License, Version 2.0" in text
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "LICENSES" / "all-MiniLM-L6-v2.txt").read_text()
+    assert "sentence-transformers/all-MiniLM-L6-v2" in text
+    assert "Apache License, Version 2.0" in text
     assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
     for name in ("minilm/model.safetensors", "minilm/vocab.txt"):
         assert assets.ASSETS[name].sha256 in text
@@ -276,7 +286,7 @@ def test_embeddings_are_ordinary_tensors_a_head_can_train_on(model):
 
 
 def test_attention_patterns_measure_what_heads_do(model):
-    from attnlab.pretrained import attention_patterns
+    from attnlab.sentiment import attention_patterns
 
     tokens, maps = model.attention_maps("The cat sat on the mat because it was tired.")
     p = attention_patterns(tokens, maps)
@@ -285,7 +295,8 @@ def test_attention_patterns_measure_what_heads_do(model):
         assert share.shape == (6, 12) and (share >= 0).all() and (share <= 1 + 1e-6).all()
     # by hand for one head: mean over queries i >= 1 of w[i, i-1]
     w = maps[0][0, 2]  # (T, T)
-    assert p["previous"][0, 2] == pytest.approx(sum(w[i, i - 1].item() for i in range(1, len(tokens))) / (len(tokens) - 1))
+    by_hand = sum(w[i, i - 1].item() for i in range(1, len(tokens))) / (len(tokens) - 1)
+    assert p["previous"][0, 2] == pytest.approx(by_hand)
     assert p["previous"].max() > 0.9  # this model has a clean previous-token head
     with pytest.raises(ValueError, match="tokens must be the word pieces"):
         attention_patterns(["a", "b"], maps)

@@ -1,0 +1,48 @@
+"""How long the sentiment app makes a student wait, per review (notebook 06).
+
+The tests only assert a generous bound (a loaded machine must not fail them); the latency is
+measured here. The baseline, in the same run, is MiniLM's own `encode` on the same text: what
+the app adds on top of it (tokenising for two models, the TinyTransformer, attention read-out)
+is the difference.
+
+    .venv/bin/python benchmarks/sentiment_app.py
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+import attnlab
+
+TEXTS = {
+    "short review": "The acting was superb, but the plot dragged in the middle.",
+    "5,000 characters": "a long and winding review of a film " * 140,
+}
+
+
+def best_and_median(fn, repeats: int = 15) -> tuple[float, float]:
+    fn()  # warm-up: the first call of a new length allocates
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times)
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    app = attnlab.SentimentApp()
+    encoder = app.encoder
+    print(f"{'input':<18} {'encode (baseline)':>22} {'app.analyze':>22}   (best / median, ms)")
+    for name, text in TEXTS.items():
+        base = best_and_median(lambda t=text: encoder.encode([t]))
+        ours = best_and_median(lambda t=text: app.analyze(t))
+        print(f"{name:<18} {base[0] * 1e3:10.1f} / {base[1] * 1e3:8.1f} {ours[0] * 1e3:10.1f} / "
+              f"{ours[1] * 1e3:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
