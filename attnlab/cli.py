@@ -1,7 +1,7 @@
 """`python -m attnlab ...`: the asset commands an instructor runs before class.
 
-    python -m attnlab fetch [NAME ...]   download what is missing, verify every asset (exit 0 = all ok)
-    python -m attnlab doctor             one line per asset: status and where found (exit 0 = all ok)
+    python -m attnlab fetch [NAME ...]  download what is missing, verify all (exit 0 = all ok)
+    python -m attnlab doctor            one line per asset: status, where found (exit 0 = all ok)
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def doctor(out=None) -> int:
         failed += 1
         bad = [p for p in probes if p.status not in ("absent", "not set", "not installed")]
         status = "BAD" if bad else "missing"
-        looked = "; ".join(f"{p.place}{' ' + str(p.path) if p.path else ''}: {p.status}" for p in probes)
+        looked = "; ".join(f"{p.place}{' ' + str(p.path) if p.path else ''}: {p.status}"
+                           for p in probes)
         print(f"{name:<{width}}  {status:<7}  looked in {looked} -> fix: {asset.fix}", file=out)
     return 1 if failed else 0
 
@@ -68,10 +69,12 @@ def fetch(names: list[str] | None = None, out=None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab", description="attnlab commands.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = commands.add_parser("fetch", help="download what is missing and verify every asset (before class)")
+    p = commands.add_parser("fetch", help="download what is missing and verify every asset "
+                                          "(before class)")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help=f"only these assets (default all: {', '.join(assets.ASSETS)})")
-    commands.add_parser("doctor", help="one line per asset: present and sha256-verified? (never downloads)")
+    commands.add_parser("doctor", help="one line per asset: present and sha256-verified? "
+                                       "(never downloads)")
     args = parser.parse_args(argv)
     if args.command == "fetch":
         return fetch(args.names)

@@ -18,11 +18,15 @@ Everything is deterministic given `seed`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
+
+from .attention import SHORT_ROW
+from .checks import check_int, check_str
 
 LABELS = ("negative", "positive")  # LABELS[label]
 
@@ -48,28 +52,36 @@ UNSEEN_NEGATIVE = ("lousy", "dismal", "atrocious", "pathetic", "abysmal", "appal
 
 MIN_LEN, MAX_LEN = 5, 15
 # `Reviews.tensors` pads every batch to at least this many columns. The extra PAD column is
-# never attended and changes no result, but it lets attnlab's softmax use torch's kernel, which
-# is only fast from 16 keys on (attention.softmax writes shorter rows out; measured for
-# (32, 12, T, T) scores, one thread: 0.27 ms at T=15 written out, 0.15 ms at T=16 with the
-# kernel). Softmax dominates the training time of these tiny models.
-TENSOR_WIDTH = 16
+# never attended and changes no result, but rows of SHORT_ROW keys take torch's softmax kernel
+# instead of the written-out form, twice as fast (the measurement: `attnlab.attention.softmax`).
+# Softmax dominates the training time of these tiny models.
+TENSOR_WIDTH = SHORT_ROW
 
 _TOKEN = re.compile(r"\w+(?:'\w+)*")
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens of any string ("" gives []); punctuation and spaces are dropped."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_str("text", text)
     return _TOKEN.findall(text.lower())
+
+
+class Review(NamedTuple):
+    """One generated review: its words, its label (0/1) and the index of its decisive word."""
+
+    words: list[str]
+    label: int
+    position: int
 
 
 @dataclass(frozen=True)
 class Reviews:
-    """A set of generated reviews: `sentences` (lists of tokens), `labels` (0/1) and `positions`
-    (index of the decisive token in each sentence). Unpacks as
-    `sentences, labels, positions = reviews` (so `zip(*reviews)` walks the reviews one by one);
-    `len()` counts reviews and a slice `reviews[a:b]` is again a `Reviews`."""
+    """A set of generated reviews, stored as columns: `sentences` (lists of tokens), `labels`
+    (0/1) and `positions` (index of the decisive token in each sentence).
+
+    It behaves like a list of `Review`s: iterating yields `(words, label, position)` one review
+    at a time, `reviews[i]` is one `Review`, `len()` counts reviews and a slice `reviews[a:b]`
+    is again a `Reviews`. The columns are what the tensors are built from."""
 
     sentences: list[list[str]]
     labels: list[int]
@@ -83,51 +95,48 @@ class Reviews:
             )
 
     def __iter__(self):
-        return iter((self.sentences, self.labels, self.positions))
+        return (Review(*r) for r in zip(self.sentences, self.labels, self.positions))
 
     def __len__(self) -> int:
         return len(self.sentences)
 
     def __getitem__(self, index):
-        if not isinstance(index, slice):
-            raise TypeError(f"Reviews can only be sliced (reviews[a:b]), got index {index!r}; "
-                            f"use reviews.sentences[i], reviews.labels[i], reviews.positions[i]")
-        return Reviews(self.sentences[index], self.labels[index], self.positions[index])
+        if isinstance(index, slice):
+            return Reviews(self.sentences[index], self.labels[index], self.positions[index])
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be an int or a slice, got {index!r}")
+        return Review(self.sentences[index], self.labels[index], self.positions[index])
 
     def texts(self) -> list[str]:
         """The sentences as plain strings (words joined by spaces)."""
         return [" ".join(s) for s in self.sentences]
 
-    def split(self, n_train: int) -> tuple["Reviews", "Reviews"]:
+    def split(self, n_train: int) -> tuple[Reviews, Reviews]:
         """(first n_train reviews, the rest). The reviews are i.i.d., so this is a random split."""
-        if not isinstance(n_train, int) or isinstance(n_train, bool) or not 0 < n_train < len(self):
-            raise ValueError(f"n_train must be an int in 1..{len(self) - 1}, got {n_train!r}")
+        check_int("n_train", n_train, minimum=1, maximum=len(self) - 1)
         return self[:n_train], self[n_train:]
 
-    def tensors(self, vocab: "Vocab") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def tensors(self, vocab: Vocab) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(token ids (N, T) padded with PAD, labels (N,), decisive positions (N,)), all int64."""
         x = vocab.encode_batch(self.sentences, min_len=TENSOR_WIDTH)  # (N, T)
-        return x, torch.tensor(self.labels, dtype=torch.long), torch.tensor(self.positions, dtype=torch.long)
+        y = torch.tensor(self.labels, dtype=torch.long)  # (N,)
+        return x, y, torch.tensor(self.positions, dtype=torch.long)
 
 
-def _check_n_seed(n, seed):
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-
-
-def _check_words(name, words):
-    if isinstance(words, str) or not words or not all(isinstance(w, str) and w for w in words):
-        raise ValueError(f"{name} must be a non-empty sequence of words, got {words!r}")
-    return tuple(words)
+def _check_words(name, words) -> tuple[str, ...]:
+    if isinstance(words, str) or not isinstance(words, Iterable):
+        raise TypeError(f"{name} must be a sequence of words, got {type(words).__name__}")
+    words = tuple(words)
+    if not words or not all(isinstance(w, str) and w for w in words):
+        raise ValueError(f"{name} must be a non-empty sequence of non-empty words, got {words!r}")
+    return words
 
 
 def _generate(n: int, seed: int, positive, negative, neutral, place) -> Reviews:
     """The loop both tasks share: `n` sentences of MIN_LEN..MAX_LEN random filler words, into
     which `place(rng, words, pos_words, neg_words)` writes the sentiment word(s) in place and
     returns (label, position of the decisive word)."""
-    _check_n_seed(n, seed)
+    n, seed = check_int("n", n, minimum=1), check_int("seed", seed)
     pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
     filler = _check_words("neutral", neutral)
     rng = np.random.default_rng(seed)
@@ -174,7 +183,8 @@ def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
 
 
 def make_order_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
-                       negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL) -> Reviews:
+                       negative: Sequence[str] = NEGATIVE,
+                       neutral: Sequence[str] = NEUTRAL) -> Reviews:
     """`n` reviews of 5–15 tokens, each with one positive and one negative word at two distinct
     random positions; the label is the polarity of the word that comes first, and `positions`
     records that word.
@@ -197,19 +207,18 @@ class Vocab:
     PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
 
     def __init__(self, words: Iterable[str]):
-        if isinstance(words, str):
-            raise TypeError("words must be an iterable of words, not a single str")
+        if isinstance(words, str) or not isinstance(words, Iterable):
+            raise TypeError(f"words must be an iterable of words (str), got {type(words).__name__}")
         self.itos: list[str] = [self.PAD_TOKEN, self.UNK_TOKEN]
         self.stoi: dict[str, int] = {self.PAD_TOKEN: 0, self.UNK_TOKEN: 1}
         for w in words:
-            if not isinstance(w, str):
-                raise TypeError(f"every word must be a str, got {type(w).__name__}")
+            check_str("every word", w)
             if w not in self.stoi:
                 self.stoi[w] = len(self.itos)
                 self.itos.append(w)
 
     @classmethod
-    def for_reviews(cls) -> "Vocab":
+    def for_reviews(cls) -> Vocab:
         """The one vocabulary of both review tasks: PAD, UNK, then neutral, positive and negative
         words in list order (so ids never depend on a data sample)."""
         return cls([*NEUTRAL, *POSITIVE, *NEGATIVE])
@@ -238,8 +247,7 @@ class Vocab:
             ids = ids.tolist()
         out = []
         for i in ids:
-            if not isinstance(i, (int, np.integer)) or not 0 <= i < len(self.itos):
-                raise ValueError(f"ids must be ints in 0..{len(self.itos) - 1}, got {i!r}")
+            i = check_int("each id", i, minimum=0, maximum=len(self.itos) - 1)
             if i != self.PAD:
                 out.append(self.itos[i])
         return out
@@ -250,10 +258,9 @@ class Vocab:
         `max_len` tokens if given."""
         if isinstance(texts, str):
             raise TypeError("texts must be a list of texts; wrap a single string in a list")
-        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1):
-            raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
-        if not isinstance(min_len, int) or isinstance(min_len, bool) or min_len < 1:
-            raise ValueError(f"min_len must be a positive int, got {min_len!r}")
+        if max_len is not None:
+            check_int("max_len", max_len, minimum=1)
+        check_int("min_len", min_len, minimum=1)
         rows = [self.encode(t)[:max_len] for t in texts]
         width = max([len(r) for r in rows] + [min_len])
         x = torch.full((len(rows), width), self.PAD, dtype=torch.long)  # (N, T)

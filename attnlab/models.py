@@ -6,18 +6,30 @@ layer's attention weights can be read back (`get_attention_maps`) or constrained
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 from torch import nn
 
 from .attention import EncoderBlock, PositionalEncoding
+from .checks import check_choice, check_int, check_tensor
 
 POSITIONS = ("learned", "sinusoidal", "none")
 
 
-def _positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """`with eval_mode(model):` runs the body in eval mode (dropout off) and puts the model back
+    in the mode it was in afterwards, also when the body raises: reading a model's predictions or
+    attention must not silently switch a model that is being trained out of training mode."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 class TinyTransformer(nn.Module):
@@ -33,14 +45,13 @@ class TinyTransformer(nn.Module):
                  n_layers: int = 1, n_classes: int = 2, positions: str = "learned",
                  max_len: int = 64, pad_id: int = 0):
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("n_layers", n_layers),
-                            ("n_classes", n_classes), ("max_len", max_len)):
-            _positive_int(name, value)
-        if positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
-        if not isinstance(pad_id, int) or not 0 <= pad_id < vocab_size:
-            raise ValueError(f"pad_id must be an int in 0..{vocab_size - 1}, got {pad_id!r}")
-        self.vocab_size, self.max_len, self.pad_id, self.positions = vocab_size, max_len, pad_id, positions
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
+                            ("n_layers", n_layers), ("n_classes", n_classes), ("max_len", max_len)):
+            check_int(name, value, minimum=1)
+        check_choice("positions", positions, POSITIONS)
+        check_int("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.pad_id, self.positions = pad_id, positions
         self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         # Token vectors start with norm ~1 (std 1/sqrt(d)) rather than PyTorch's std 1 (norm
         # ~sqrt(d)): a position signal of the same size is then not drowned out. With std 1 the
@@ -48,23 +59,26 @@ class TinyTransformer(nn.Module):
         nn.init.normal_(self.embed.weight, std=d_model ** -0.5)
         with torch.no_grad():
             self.embed.weight[pad_id].zero_()
-        self.pos = None if positions == "none" else PositionalEncoding(d_model, max_len, kind=positions)
+        self.pos = (None if positions == "none"
+                    else PositionalEncoding(d_model, max_len, kind=positions))
         self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff) for _ in range(n_layers))
         self.head = nn.Linear(d_model, n_classes)
 
     def _check_input(self, x, attend):
-        if not isinstance(x, torch.Tensor) or x.dtype != torch.long or x.dim() != 2:
-            got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-            raise TypeError(f"x must be an int64 tensor of token ids with shape (B, T), got {got}")
-        if x.shape[1] > self.max_len:
-            raise ValueError(f"x has {x.shape[1]} tokens per row, more than max_len={self.max_len}")
+        check_tensor("x", x)
+        if x.dtype != torch.long:
+            raise TypeError(f"x must be an int64 tensor of token ids, got dtype {x.dtype}")
+        if x.dim() != 2 or x.shape[1] > self.max_len:
+            raise ValueError(f"x must have shape (B, T) with T <= max_len={self.max_len}, "
+                             f"got shape {tuple(x.shape)}")
         if x.numel():
             low, high = torch.aminmax(x)
             if low < 0 or high >= self.vocab_size:
-                raise ValueError(f"token ids must be in 0..{self.vocab_size - 1}, got {int(low)}..{int(high)}")
-        if attend is not None and (not isinstance(attend, torch.Tensor) or attend.shape != x.shape):
-            got = tuple(attend.shape) if isinstance(attend, torch.Tensor) else type(attend).__name__
-            raise ValueError(f"attend must be a bool tensor shaped like x {tuple(x.shape)}, got {got}")
+                raise ValueError(f"x must hold token ids in 0..{self.vocab_size - 1}, "
+                                 f"got ids {int(low)}..{int(high)}")
+        if attend is not None and check_tensor("attend", attend).shape != x.shape:
+            raise ValueError(f"attend must be a bool tensor shaped like x {tuple(x.shape)}, "
+                             f"got shape {tuple(attend.shape)}")
 
     def encode(self, x: torch.Tensor, attend: torch.Tensor | None = None):
         """Token states and attention maps.
@@ -94,24 +108,17 @@ class TinyTransformer(nn.Module):
         return self.head(pooled)  # (B, n_classes)
 
     @torch.no_grad()
-    def get_attention_maps(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> list[torch.Tensor]:
+    def get_attention_maps(self, x: torch.Tensor,
+                           attend: torch.Tensor | None = None) -> list[torch.Tensor]:
         """One (B, H, T, T) attention-weight tensor per layer (eval mode, no gradients)."""
-        was_training = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             return self.encode(x, attend)[1]
-        finally:
-            self.train(was_training)
 
     @torch.no_grad()
     def predict_proba(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> torch.Tensor:
         """Class probabilities (B, n_classes) (eval mode, no gradients)."""
-        was_training = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             return torch.softmax(self(x, attend), dim=-1)
-        finally:
-            self.train(was_training)
 
 
 @torch.no_grad()
@@ -123,9 +130,12 @@ def attention_hit_rate(model: TinyTransformer, x: torch.Tensor, positions: torch
     `head_mean` (layers,) the hit rate of the heads' mean map, and `chance` (a float), the rate
     of picking a real token uniformly at random (the mean of 1 / length).
     """
-    if not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[0],):
-        raise ValueError(f"positions must be a tensor of shape ({x.shape[0]},), got "
-                         f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}")
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    check_tensor("x", x, min_dim=2)
+    if check_tensor("positions", positions).shape != (x.shape[0],):
+        raise ValueError(f"positions must be a tensor of shape ({x.shape[0]},), one per row of x, "
+                         f"got shape {tuple(positions.shape)}")
     keep = (x != model.pad_id).float()  # (B, T)
     n_real = keep.sum(1).clamp(min=1.0)  # (B,)
     per_head, head_mean = [], []

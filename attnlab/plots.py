@@ -6,6 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .checks import check_int
+
 MAX_WIDTH = 15.0  # inches: about what a notebook shows without shrinking a figure's text
 # Notebook 02's two variants, the same colours in every plot and widget that compares them.
 UNSCALED_COLOR, SCALED_COLOR = "#c44e52", "#4c72b0"
@@ -32,18 +34,19 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
     if ax is None:
         _, ax = plt.subplots(figsize=(0.5 * w.shape[1] + 2, 0.45 * w.shape[0] + 1.5))
     image = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
-    for axis, labels, n in ((ax.set_yticks, query_labels, w.shape[0]), (ax.set_xticks, key_labels, w.shape[1])):
+    for name, axis, labels, n in (("query_labels", ax.set_yticks, query_labels, w.shape[0]),
+                                  ("key_labels", ax.set_xticks, key_labels, w.shape[1])):
         if labels is not None:
             if len(labels) != n:
-                raise ValueError(f"got {len(labels)} labels for an axis of length {n}")
+                raise ValueError(f"{name} must have one label per {name[:-7]} ({n}), "
+                                 f"got {len(labels)} labels")
             axis(range(n), labels=[str(t) for t in labels])
     if key_labels is not None:
         ax.tick_params(axis="x", labelrotation=60)
     if highlight is not None:
-        for i in np.atleast_1d(highlight):
-            if not 0 <= int(i) < w.shape[1]:
-                raise ValueError(f"highlight must be key indices in 0..{w.shape[1] - 1}, got {highlight!r}")
-            ax.get_xticklabels()[int(i)].set_color("red")
+        for i in np.atleast_1d(highlight):  # key indices
+            ax.get_xticklabels()[check_int("highlight", i, minimum=0, maximum=w.shape[1] - 1)
+                                 ].set_color("red")
     if annotate is None:
         annotate = max(w.shape) <= 8
     if annotate:
@@ -82,8 +85,8 @@ def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = Tru
     cols = -(-len(panels) // rows)  # the panels spread evenly over the rows
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax, (matrix, name) in zip(axes.flat, panels):
-        attention_heatmap(matrix, tokens, tokens, ax=ax, title=name, annotate=False, highlight=highlight,
-                          vmax=vmax)
+        attention_heatmap(matrix, tokens, tokens, ax=ax, title=name, annotate=False,
+                          highlight=highlight, vmax=vmax)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     if title:
@@ -107,8 +110,9 @@ def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
     ax.plot(d_ks, curves[0], "o-", color=UNSCALED_COLOR, label=labels[0])
     ax.plot(d_ks, curves[1], "s-", color=SCALED_COLOR, label=labels[1])
     if reference is not None:
-        ax.plot(d_ks, np.broadcast_to(np.asarray(reference, dtype=float), d_ks.shape), "--", color="0.15",
-                linewidth=1, zorder=3, label=reference_label)  # on top: visible where a curve follows it
+        guide = np.broadcast_to(np.asarray(reference, dtype=float), d_ks.shape)
+        # on top (zorder 3): visible where a curve follows it
+        ax.plot(d_ks, guide, "--", color="0.15", linewidth=1, zorder=3, label=reference_label)
     ax.set_xscale("log", base=2)
     if log_y:
         ax.set_yscale("log")
@@ -123,12 +127,35 @@ def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
     return fig
 
 
+def against_temperature(taus, peaks, marks=(), n_keys: int = 16, title=None):
+    """Notebook 02's temperature curve: the mean largest softmax weight against τ (log axis),
+    the uniform level 1/n_keys dashed, and `marks`, (τ, peak, label, colour) tuples, as dots
+    (e.g. τ = 1, the unscaled softmax, and τ = √d_k, the scaled one). Returns the Figure."""
+    taus, peaks = np.asarray(taus, dtype=float), np.asarray(peaks, dtype=float)
+    if taus.ndim != 1 or taus.shape != peaks.shape:
+        raise ValueError(f"taus and peaks must be 1-D of the same length, got shapes "
+                         f"{taus.shape} and {peaks.shape}")
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(taus, peaks, "-", color="0.3")
+    ax.axhline(1 / n_keys, ls="--", color="0.5", lw=1, label=f"uniform (1/{n_keys})")
+    for tau, peak, label, color in marks:
+        ax.plot(tau, peak, "o", color=color, label=label)
+    ax.set(xscale="log", xlabel="temperature τ", ylabel="mean largest weight", ylim=(0, 1.05))
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 def training_curves(history: dict, title=None):
     """Loss and accuracy per epoch, train against test, from the history `attnlab.train.fit`
     returns. Returns the Figure."""
-    missing = [k for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc") if k not in history]
+    keys = ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")
+    missing = [k for k in keys if k not in history]
     if missing:
-        raise ValueError(f"history is missing {missing}; expected the dict attnlab.train.fit returns")
+        raise ValueError(f"history is missing {missing}; expected the dict "
+                         f"attnlab.train.fit returns")
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
     for ax, metric, label in ((ax_loss, "loss", "cross-entropy loss"), (ax_acc, "acc", "accuracy")):
         ax.plot(history["epoch"], history[f"train_{metric}"], "o-", label="train")
@@ -150,8 +177,11 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
     {variant name: list of values (e.g. one per seed)}. Each bar is the mean, its error bar the
     range (min to max), and the dots the single values. `chance` draws a dashed reference line.
     Returns the Figure."""
-    if not isinstance(groups, dict) or not groups or not all(isinstance(g, dict) and g for g in groups.values()):
-        raise ValueError("groups must be a non-empty dict of non-empty dicts {group: {variant: values}}")
+    if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+        raise TypeError(f"groups must be a dict of dicts {{group: {{variant: values}}}}, "
+                        f"got {type(groups).__name__}")
+    if not groups or not all(groups.values()):
+        raise ValueError(f"groups must be a non-empty dict of non-empty dicts, got {groups!r}")
     variants = list(dict.fromkeys(v for g in groups.values() for v in g))
     width = 0.8 / len(variants)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -163,8 +193,9 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
                 continue
             x = i + (j - (len(variants) - 1) / 2) * width
             mean = values.mean()
+            first = next(k for k, g in enumerate(groups) if variant in groups[g])
             ax.bar(x, mean, width * 0.9, color=colors[j % len(colors)],
-                   label=variant if i == next(k for k, g in enumerate(groups) if variant in groups[g]) else None,
+                   label=variant if i == first else None,  # one legend entry per variant
                    yerr=[[mean - values.min()], [values.max() - mean]], capsize=4)
             ax.plot(np.full(values.size, x), values, "k.", markersize=5)
             ax.text(x, values.max() + 0.02, f"{mean:.2f}", ha="center", va="bottom", fontsize=8)
@@ -180,19 +211,25 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
     return fig
 
 
-def accuracy_curves(histories: dict, title=None, chance: float | None = None, metric: str = "test_acc"):
+def accuracy_curves(histories: dict, title=None, chance: float | None = None,
+                    metric: str = "test_acc"):
     """Learning curves of repeated runs: `histories` maps a variant name to a list of histories
     (one per seed, from `attnlab.train.fit`). Draws the mean `metric` per epoch with a band from
     the lowest to the highest run. Returns the Figure."""
-    if not isinstance(histories, dict) or not histories or not all(isinstance(h, list) and h for h in histories.values()):
-        raise ValueError("histories must be a non-empty dict {variant: [history, ...]}")
+    if not isinstance(histories, dict) or not all(isinstance(h, list) for h in histories.values()):
+        raise TypeError(f"histories must be a dict {{variant: [history, ...]}}, "
+                        f"got {type(histories).__name__}")
+    if not histories or not all(histories.values()):
+        raise ValueError(f"histories must be a non-empty dict of non-empty lists, "
+                         f"got {list(map(len, histories.values()))} runs per variant")
     fig, ax = plt.subplots(figsize=(6, 3.4))
     for name, runs in histories.items():
         if any(metric not in h for h in runs):
             raise ValueError(f"every history of {name!r} must have {metric!r}")
         values = np.array([h[metric] for h in runs], dtype=float)  # (runs, epochs)
         epochs = np.asarray(runs[0]["epoch"])
-        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3, label=f"{name} (mean of {len(runs)})")
+        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3,
+                        label=f"{name} (mean of {len(runs)})")
         ax.fill_between(epochs, values.min(0), values.max(0), color=line.get_color(), alpha=0.2)
     if chance is not None:
         ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")

@@ -6,6 +6,8 @@ import random
 import numpy as np
 import torch
 
+from .checks import check_int
+
 
 def seed_everything(seed: int = 0, threads: int = 1) -> None:
     """Seed Python, NumPy and torch, and use `threads` torch threads.
@@ -13,8 +15,7 @@ def seed_everything(seed: int = 0, threads: int = 1) -> None:
     One thread makes float reductions happen in one fixed order, so results repeat bit for bit
     on the same machine and to printed precision elsewhere.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed, threads = check_int("seed", seed, minimum=0), check_int("threads", threads, minimum=1)
     os.environ.setdefault("PYTHONHASHSEED", str(seed))
     random.seed(seed)
     np.random.seed(seed)

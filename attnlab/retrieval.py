@@ -11,20 +11,21 @@ times faster on a CPU. `embed_images_keras` is the plain Keras way, kept as the 
 from __future__ import annotations
 
 import functools
-import os
-import sys
 import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .assets import fetch, read_idx
+from .assets import fetch, import_keras, read_idx
+from .attention import scaled_dot_product_attention
+from .checks import check_choice, check_int, check_number
 
 __all__ = [
     "CLASS_NAMES", "import_keras", "load_fashion_mnist", "mobilenet_v2", "preprocess",
     "embed_images", "embed_images_keras", "pixel_features", "nearest_neighbours",
     "same_class_rates", "per_class_top1", "chance_top1", "perturb",
+    "soft_knn", "hit_at_k",
 ]
 
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -35,32 +36,12 @@ INPUT_SIZE = 96       # 28×28 images are resized to 96×96: small enough for a 
 EMBED_DIM = 1280
 
 
-def import_keras():
-    """Keras, on the torch backend (the only backend attnlab installs).
-
-    KERAS_BACKEND must be decided before Keras is first imported, so it is set here (unless the
-    user chose one); a Keras already imported with another backend cannot be switched.
-    """
-    if "keras" not in sys.modules:
-        os.environ.setdefault("KERAS_BACKEND", "torch")
-        if os.environ["KERAS_BACKEND"] != "torch":
-            raise RuntimeError(f"KERAS_BACKEND is {os.environ['KERAS_BACKEND']!r}, attnlab needs "
-                               "'torch': unset it or export KERAS_BACKEND=torch, then restart Python")
-    import keras
-
-    backend = keras.backend.backend()
-    if backend != "torch":
-        raise RuntimeError(f"Keras was already imported with the {backend!r} backend; attnlab needs "
-                           "'torch'. Restart the kernel and import attnlab before keras, or export "
-                           "KERAS_BACKEND=torch before starting Python")
-    return keras
-
-
 def load_fashion_mnist():
     """((x_train, y_train), (x_test, y_test)) as `keras.datasets.fashion_mnist.load_data()`
     returns them: uint8 images (N, 28, 28), uint8 labels (N,) — from the first verified local
-    copy in DESIGN.md's order, downloaded the way Keras does only when there is none anywhere
-    (offline, that fails with an AssetError naming every place looked and the fixing command)."""
+    copy (`attnlab.assets` says where it looks), downloaded the way Keras does only when there
+    is none anywhere (offline, that fails with an AssetError naming every place looked and the
+    fixing command)."""
     def split(name):
         x = read_idx(fetch(f"fashion-mnist/{name}-images"))  # (N, 28, 28) uint8
         y = read_idx(fetch(f"fashion-mnist/{name}-labels"))  # (N,) uint8
@@ -72,16 +53,15 @@ def load_fashion_mnist():
 
 
 def _check_alpha(alpha) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or float(alpha) not in ALPHAS:
-        raise ValueError(f"alpha must be one of {ALPHAS}, got {alpha!r}")
-    return float(alpha)
+    return check_choice("alpha", check_number("alpha", alpha), ALPHAS)
 
 
 def _check_images(images) -> np.ndarray:
     if isinstance(images, torch.Tensor):
         images = images.numpy(force=True)
     if not isinstance(images, np.ndarray):
-        raise TypeError(f"images must be a numpy array (N, H, W) of uint8, got {type(images).__name__}")
+        raise TypeError(f"images must be a numpy array (N, H, W) of uint8, "
+                        f"got {type(images).__name__}")
     if images.dtype != np.uint8:
         raise TypeError(f"images must have dtype uint8 (grey levels 0-255), got {images.dtype}; "
                         "convert with np.clip(x, 0, 255).astype(np.uint8)")
@@ -91,17 +71,11 @@ def _check_images(images) -> np.ndarray:
     return images
 
 
-def _check_batch_size(batch_size) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    return batch_size
-
-
 def preprocess(images, size: int = INPUT_SIZE) -> torch.Tensor:
     """uint8 grey (N, H, W) -> float32 (N, 3, size, size) the way MobileNetV2 was trained on:
     bilinear resize (half-pixel centres, as Keras/TF resize), grey copied to R, G and B, and
     `preprocess_input` scaling of [0, 255] to [-1, 1]."""
-    images = _check_images(images)
+    images, size = _check_images(images), check_int("size", size, minimum=1)
     x = torch.from_numpy(images).float()[:, None]                                  # (N, 1, H, W)
     x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)  # (N, 1, S, S)
     x = x / 127.5 - 1.0                                 # preprocess_input: x / 127.5 - 1
@@ -118,15 +92,16 @@ def mobilenet_v2(alpha: float = 0.35):
     return _mobilenet_v2(_check_alpha(alpha))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mobilenet_v2(alpha: float):
     keras = import_keras()
     weights = fetch(f"mobilenet_v2_{alpha:g}")
     layout = keras.config.image_data_format()
     keras.config.set_image_data_format("channels_last")  # whatever ~/.keras/keras.json says
     try:
-        return keras.applications.MobileNetV2(input_shape=(INPUT_SIZE, INPUT_SIZE, 3), alpha=alpha,
-                                              include_top=False, weights=str(weights), pooling="avg")
+        return keras.applications.MobileNetV2(input_shape=(INPUT_SIZE, INPUT_SIZE, 3),
+                                              alpha=alpha, include_top=False,
+                                              weights=str(weights), pooling="avg")
     finally:
         keras.config.set_image_data_format(layout)
 
@@ -140,7 +115,7 @@ def embed_images_keras(images, alpha: float = 0.35, batch_size: int = 32) -> np.
         # Keras 3.x converts torch tensors with np.array(x), which NumPy 2 reports as deprecated
         warnings.filterwarnings("ignore", "__array__ implementation doesn't accept a copy keyword",
                                 DeprecationWarning)
-        return _predict_keras(keras, images, alpha, _check_batch_size(batch_size))
+        return _predict_keras(keras, images, alpha, check_int("batch_size", batch_size, minimum=1))
 
 
 def _predict_keras(keras, images, alpha, batch_size):
@@ -162,7 +137,7 @@ def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _folded(alpha: float):
     """The Keras model as a list of steps (conv, residual) with BatchNorm folded in.
 
@@ -200,7 +175,7 @@ def _folded(alpha: float):
             break
         convs = [conv(f"{prefix}expand", f"{prefix}expand_BN")] if block else []  # block 0: none
         convs += [conv(f"{prefix}depthwise", f"{prefix}depthwise_BN", pad=f"{prefix}pad"),
-                  conv(f"{prefix}project", f"{prefix}project_BN", relu=False)]    # linear bottleneck
+                  conv(f"{prefix}project", f"{prefix}project_BN", relu=False)]  # linear bottleneck
         steps.append(dict(block=convs, residual=f"{prefix}add" in names))
         block += 1
     steps.append(conv("Conv_1", "Conv_1_bn"))
@@ -249,7 +224,7 @@ def embed_images(images, alpha: float = 0.35, batch_size: int = 32) -> np.ndarra
     """
     images = _check_images(images)
     steps = _folded(_check_alpha(alpha))
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     out = np.empty((len(images), EMBED_DIM), np.float32)
     with torch.inference_mode():
         for i in range(0, len(images), batch_size):
@@ -272,8 +247,10 @@ def _check_features(name, x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.numpy(force=True)
     x = np.asarray(x)
-    if x.ndim != 2 or not np.issubdtype(x.dtype, np.number):
-        raise ValueError(f"{name} must be a 2-D numeric array (N, D), got shape {x.shape}, dtype {x.dtype}")
+    if not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"{name} must be a numeric array (N, D), got dtype {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D numeric array (N, D), got shape {x.shape}")
     return x.astype(np.float64)
 
 
@@ -285,9 +262,9 @@ def nearest_neighbours(queries, database, k: int = 1) -> np.ndarray:
     """
     q, d = _check_features("queries", queries), _check_features("database", database)
     if q.shape[1] != d.shape[1]:
-        raise ValueError(f"queries and database must have the same width, got {q.shape[1]} and {d.shape[1]}")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(d):
-        raise ValueError(f"k must be an int in [1, {len(d)}] (the database size), got {k!r}")
+        raise ValueError(f"queries and database must have the same width, "
+                         f"got {q.shape[1]} and {d.shape[1]}")
+    k = check_int("k", k, minimum=1, maximum=len(d))  # at most the database size
     q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)  # a zero row stays zero
     d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
     similarity = q @ d.T                                                  # (N_q, N_d)
@@ -320,8 +297,10 @@ def same_class_rates(query_labels, database_labels, neighbours) -> dict:
     return rates
 
 
-def per_class_top1(query_labels, database_labels, neighbours, n_classes: int = len(CLASS_NAMES)) -> np.ndarray:
+def per_class_top1(query_labels, database_labels, neighbours,
+                   n_classes: int = len(CLASS_NAMES)) -> np.ndarray:
     """Top-1 same-class rate for each query class (n_classes,); NaN for a class with no query."""
+    n_classes = check_int("n_classes", n_classes, minimum=1)
     neighbours = np.asarray(neighbours)
     ql = _check_labels("query_labels", query_labels, len(neighbours))
     hit = np.asarray(database_labels)[neighbours[:, 0]] == ql
@@ -345,11 +324,9 @@ def perturb(images, kind: str, amount: float, seed: int = 0) -> np.ndarray:
       a = 1 the full negative.
     """
     images = _check_images(images)
-    if kind not in ("shift", "noise", "invert"):
-        raise ValueError(f"kind must be 'shift', 'noise' or 'invert', got {kind!r}")
-    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
-        raise ValueError(f"amount must be a number >= 0, got {amount!r}")
-    rng = np.random.default_rng(seed)
+    check_choice("kind", kind, ("shift", "noise", "invert"))
+    amount = check_number("amount", amount, minimum=0, maximum=1 if kind == "invert" else None)
+    rng = np.random.default_rng(check_int("seed", seed))
     if kind == "shift":
         if amount != int(amount):
             raise ValueError(f"amount must be a whole number of pixels for 'shift', got {amount!r}")
@@ -365,9 +342,57 @@ def perturb(images, kind: str, amount: float, seed: int = 0) -> np.ndarray:
         return out
     x = images.astype(np.float64)
     if kind == "noise":
-        x = x + rng.normal(0.0, float(amount), x.shape)
+        x = x + rng.normal(0.0, amount, x.shape)
     else:
-        if amount > 1:
-            raise ValueError(f"amount must be in [0, 1] for 'invert', got {amount!r}")
         x = (1 - amount) * x + amount * (255.0 - x)
     return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# retrieval read as attention (notebook 05, section "Retrieval is attention")
+
+
+def soft_knn(queries, database, labels, tau: float, n_classes: int = len(CLASS_NAMES)):
+    """A soft k-nearest-neighbour classifier written as attention; returns (class probabilities
+    (N_q, n_classes), weights (N_q, N_d)), both float64.
+
+    The queries attend over the database: the keys are the L2-normalised database rows, so each
+    score q·k is a cosine; the values are one-hot labels, so the output is each class's share of
+    the weight. softmax(cos / τ) is Nadaraya–Watson kernel regression with the kernel
+    exp(cos / τ). As τ → 0 all the weight goes to the most similar item (1-NN); as τ → ∞ every
+    item weighs the same and each query gets the database's class frequencies. Float64, like
+    `nearest_neighbours`, so the result does not depend on the BLAS's summation order.
+    """
+    q = torch.from_numpy(_check_features("queries", queries))     # (N_q, D) float64
+    d = torch.from_numpy(_check_features("database", database))   # (N_d, D) float64
+    if q.shape[1] != d.shape[1]:
+        raise ValueError(f"queries and database must have the same width, "
+                         f"got {q.shape[1]} and {d.shape[1]}")
+    n_classes = check_int("n_classes", n_classes, minimum=1)
+    tau = check_number("tau", tau, minimum=0.0, exclusive_minimum=True)
+    labels = _check_labels("labels", labels.numpy(force=True) if isinstance(labels, torch.Tensor)
+                           else labels, len(d))
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise TypeError(f"labels must be integer class indices, got dtype {labels.dtype}")
+    if len(labels) and not 0 <= labels.min() <= labels.max() < n_classes:
+        raise ValueError(f"labels must lie in [0, {n_classes - 1}] (n_classes={n_classes}), "
+                         f"got values from {labels.min()} to {labels.max()}")
+    keys = F.normalize(d, dim=1)                                            # (N_d, D) unit rows
+    values = F.one_hot(torch.from_numpy(labels).long(), n_classes).double()  # (N_d, C)
+    return scaled_dot_product_attention(F.normalize(q, dim=1), keys, values, scale=1.0 / tau)
+
+
+def hit_at_k(query_labels, neighbour_labels) -> torch.Tensor:
+    """hit@k, a float32 scalar tensor: the share of queries with at least one of their k
+    retrieved items in their own class (metric-learning papers call it Recall@k).
+
+    Precision@k (`same_class_rates`' f"top{k}") counts all k items; hit@k asks whether a user
+    scanning the k results finds one right item. `neighbour_labels` (N_q, k) are the labels of
+    each query's retrieved items, e.g. `database_labels[nearest_neighbours(q, d, k)]`.
+    """
+    ql = torch.as_tensor(np.asarray(query_labels))             # (N_q,)
+    nl = torch.as_tensor(np.asarray(neighbour_labels))         # (N_q, k)
+    if ql.dim() != 1 or nl.dim() != 2 or nl.shape[0] != ql.shape[0] or nl.shape[1] < 1:
+        raise ValueError(f"query_labels must have shape (N_q,) and neighbour_labels (N_q, k), "
+                         f"got {tuple(ql.shape)} and {tuple(nl.shape)}")
+    return (nl == ql[:, None]).any(dim=1).float().mean()       # ()

@@ -9,9 +9,9 @@ situation the original paper reasons about:
 
 Every function takes a list of d_k values and a seed, draws its samples from its own
 `torch.Generator` (so calling order does not matter), works in float64 (so rounding differences
-between machines stay far below the printed digits) and returns NumPy arrays aligned with the d_k list. All attention
-weights come from `attnlab.scaled_dot_product_attention`: scale=None is the real thing,
-scale=1.0 the "unscaled" variant.
+between machines stay far below the printed digits) and returns NumPy arrays aligned with the
+d_k list. All attention weights come from `attnlab.scaled_dot_product_attention`: scale=None is
+the real thing, scale=1.0 the "unscaled" variant.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .attention import scaled_dot_product_attention
+from .checks import check_int
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -31,24 +32,13 @@ def check_d_ks(d_ks) -> list[int]:
     if isinstance(d_ks, (str, bytes)) or not isinstance(d_ks, (Sequence, np.ndarray)):
         raise TypeError(f"d_ks must be a sequence of positive ints, got {type(d_ks).__name__}")
     if len(d_ks) == 0:
-        raise ValueError("d_ks must not be empty")
-    for d in d_ks:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
-            raise ValueError(f"d_ks must hold positive ints, got {d!r} in {list(d_ks)!r}")
-    return [int(d) for d in d_ks]
-
-
-def _check_count(name: str, value, minimum: int) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
+        raise ValueError("d_ks must not be empty, got an empty sequence")
+    return [check_int(f"d_ks[{i}]", d, minimum=1) for i, d in enumerate(d_ks)]
 
 
 def _generator(seed) -> torch.Generator:
     """A torch.Generator seeded with `seed` (an int): each measurement draws from its own."""
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    return torch.Generator().manual_seed(int(seed))
+    return torch.Generator().manual_seed(check_int("seed", seed))
 
 
 def _draw(generator: torch.Generator, n_samples: int, n_keys: int, d_k: int):
@@ -63,16 +53,17 @@ def _draw(generator: torch.Generator, n_samples: int, n_keys: int, d_k: int):
 SCALES = (("unscaled", 1.0), ("scaled", None))
 
 
-def _compare_scales(measure, d_ks, n_keys: int, n_samples: int, d_v: int, seed) -> dict[str, np.ndarray]:
+def _compare_scales(measure, d_ks, n_keys: int, n_samples: int, d_v: int,
+                    seed) -> dict[str, np.ndarray]:
     """The experiment behind max_softmax_weight and softmax_gradient_norm: for each d_k, draw
     n_samples problems (query (N, 1, d_k), keys (N, T, d_k), values (N, T, d_v) and an upstream
     gradient (N, 1, d_v), all N(0, 1), from one generator seeded with `seed`), and call
     measure(q, k, v, upstream, scale) -> float for both SCALES on the same draw.
     Returns {"unscaled": (len(d_ks),), "scaled": (len(d_ks),)}."""
     d_ks = check_d_ks(d_ks)
-    n_keys = _check_count("n_keys", n_keys, 2)
-    n_samples = _check_count("n_samples", n_samples, 1)
-    d_v = _check_count("d_v", d_v, 1)
+    n_keys = check_int("n_keys", n_keys, minimum=2)
+    n_samples = check_int("n_samples", n_samples, minimum=1)
+    d_v = check_int("d_v", d_v, minimum=1)
     gen = _generator(seed)
     result = {name: [] for name, _ in SCALES}
     for d in d_ks:
@@ -91,7 +82,7 @@ def dot_product_std(d_ks=DEFAULT_D_KS, n_samples: int = 4000, seed: int = 0) -> 
     Var(q·k) = d_k and std = sqrt(d_k). Dividing by sqrt(d_k) brings it back to 1.
     """
     d_ks = check_d_ks(d_ks)
-    n_samples = _check_count("n_samples", n_samples, 2)
+    n_samples = check_int("n_samples", n_samples, minimum=2)
     g = _generator(seed)
     stds = []
     for d in d_ks:
@@ -105,7 +96,8 @@ def loglog_slope(x, y) -> float:
     """Slope of the least-squares line through (log x, log y): the exponent p in y ∝ x^p."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
-        raise ValueError(f"x and y must be 1-D of the same length >= 2, got shapes {x.shape} and {y.shape}")
+        raise ValueError(f"x and y must be 1-D of the same length >= 2, "
+                         f"got shapes {x.shape} and {y.shape}")
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("x and y must be positive to take logarithms")
     slope, _ = np.polyfit(np.log(x), np.log(y), 1)
@@ -125,6 +117,25 @@ def max_softmax_weight(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500
     one-hot softmax 1. Both variants see the same q and k.
     """
     return _compare_scales(_largest_weight, d_ks, n_keys, n_samples, 1, seed)
+
+
+def peak_weight_at_temperature(temperature: float, d_k: int = 64, n_keys: int = 16,
+                               n_samples: int = 500, seed: int = 0) -> float:
+    """Mean (over n_samples queries) of the largest weight of softmax(q·k / temperature).
+
+    The temperature τ is the scale seen as a knob (notebook 02's explore exercise): τ = 1 is the
+    unscaled softmax, τ = sqrt(d_k) the scaled one; a larger τ flattens the weights towards
+    uniform (1/n_keys), a smaller one sharpens them towards one-hot. Every τ sees the same draw
+    of queries and keys (one seed), so the curve against τ is smooth.
+    """
+    from .checks import check_int, check_number
+
+    temperature = check_number("temperature", temperature, minimum=0.0, exclusive_minimum=True)
+    d_k = check_int("d_k", d_k, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=2)
+    n_samples = check_int("n_samples", n_samples, minimum=1)
+    q, k = _draw(_generator(seed), n_samples, n_keys, d_k)  # (N, 1, d_k), (N, T, d_k)
+    return _largest_weight(q, k, k[..., :1], None, 1.0 / temperature)  # values unused: (N, T, 1)
 
 
 def _query_gradient_norm(q, k, v, upstream, scale) -> float:
@@ -157,9 +168,9 @@ def softmax_pair(d_k: int, n_keys: int = 8, seed: int = 0, max_d_k: int = 1024) 
     slider of notebook 02 shows. Returns d_k, the query (d_k,), the keys (n_keys, d_k), the raw
     scores q·k, the scale 1/sqrt(d_k), and the "unscaled" and "scaled" weights (n_keys,).
     """
-    d_k = _check_count("d_k", d_k, 1)
-    n_keys = _check_count("n_keys", n_keys, 2)
-    max_d_k = _check_count("max_d_k", max_d_k, 1)
+    d_k = check_int("d_k", d_k, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=2)
+    max_d_k = check_int("max_d_k", max_d_k, minimum=1)
     if d_k > max_d_k:
         raise ValueError(f"d_k must be at most max_d_k={max_d_k}, got {d_k}")
     g = _generator(seed)

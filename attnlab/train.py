@@ -1,4 +1,4 @@
-"""Training: one seeded loop for every TinyTransformer in the series, and the lab's recipe.
+"""Training: one seeded loop for every TinyTransformer in the series, and notebook 03's recipe.
 
 `fit` is plain minibatch Adam with an evaluation after each epoch; it returns the history the
 plots draw. Its progress display is one printed line per epoch with rounded numbers: it shows up
@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .checks import check_bool, check_choice, check_int, check_number
 from .data import Reviews, Vocab, make_order_reviews, make_reviews
-from .models import TinyTransformer
+from .models import TinyTransformer, eval_mode
 
-# The lab's recipe (notebook 03): model size, optimiser and data size.
+# Notebook 03's recipe: model size, optimiser and data size.
 RECIPE = {
     "d_model": 32, "n_heads": 4, "d_ff": 64,  # model
     "lr": 3e-3, "batch_size": 64, "epochs": 12,  # Adam, minibatches, passes over the data
@@ -25,17 +26,28 @@ RECIPE = {
 TASKS = {"reviews": make_reviews, "order": make_order_reviews}
 
 
+def with_recipe(defaults: dict, overrides: dict) -> dict:
+    """`defaults` with some entries replaced; a key the recipe does not have is a TypeError
+    (like an unknown keyword argument), so a typo such as `epoch=3` cannot pass unnoticed."""
+    unknown = set(overrides) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown recipe keys {sorted(unknown)}; "
+                        f"expected some of {sorted(defaults)}")
+    return {**defaults, **overrides}
+
+
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 1024) -> tuple[float, float]:
-    """(mean cross-entropy loss, accuracy) of a classifier on (x, y), in eval mode."""
-    was_training = model.training
-    model.eval()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+             batch_size: int = 1024) -> tuple[float, float]:
+    """(mean cross-entropy loss, accuracy) of a classifier on (x, y), in eval mode (the model's
+    mode is restored afterwards, also when it raises)."""
     total_loss, correct = 0.0, 0
-    for i in range(0, len(y), batch_size):
-        logits = model(x[i:i + batch_size])  # (b, C)
-        total_loss += float(nn.functional.cross_entropy(logits, y[i:i + batch_size], reduction="sum"))
-        correct += int((logits.argmax(-1) == y[i:i + batch_size]).sum())
-    model.train(was_training)
+    with eval_mode(model):
+        for i in range(0, len(y), batch_size):
+            logits = model(x[i:i + batch_size])  # (b, C)
+            total_loss += float(nn.functional.cross_entropy(logits, y[i:i + batch_size],
+                                                            reduction="sum"))
+            correct += int((logits.argmax(-1) == y[i:i + batch_size]).sum())
     return total_loss / len(y), correct / len(y)
 
 
@@ -48,16 +60,15 @@ def fit(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor, x_test: 
     give the same weights bit for bit (on one thread). Returns the history: a dict of equal-length
     lists `epoch`, `train_loss`, `train_acc`, `test_loss`, `test_acc`.
     """
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < float("inf"):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    epochs = check_int("epochs", epochs, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    lr = check_number("lr", lr, minimum=0, exclusive_minimum=True)
+    seed, verbose = check_int("seed", seed), check_bool("verbose", verbose)
     if len(x_train) != len(y_train) or len(x_test) != len(y_test):
-        raise ValueError(f"x and y must have the same length, got train {len(x_train)}/{len(y_train)}, "
-                         f"test {len(x_test)}/{len(y_test)}")
+        raise ValueError(f"x and y must have the same length, got train "
+                         f"{len(x_train)}/{len(y_train)}, test {len(x_test)}/{len(y_test)}")
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # fused: one kernel per step
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel per step
     history = {"epoch": [], "train_loss": [], "train_acc": [], "test_loss": [], "test_acc": []}
     model.train()
     for epoch in range(1, epochs + 1):
@@ -79,8 +90,9 @@ def fit(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor, x_test: 
         for key, value in zip(history, (epoch, train_loss, train_acc, test_loss, test_acc)):
             history[key].append(value)
         if verbose:
-            print(f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.3f}  acc {train_acc:.3f}  |  "
-                  f"test loss {test_loss:.3f}  acc {test_acc:.3f}", flush=True)
+            print(f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.3f}  "
+                  f"acc {train_acc:.3f}  |  test loss {test_loss:.3f}  acc {test_acc:.3f}",
+                  flush=True)
     model.eval()
     return history
 
@@ -101,6 +113,14 @@ class Trained:
         return self.history["test_acc"][-1]
 
 
+def task_reviews(task: str = "reviews", seed: int = 0, n_train: int = RECIPE["n_train"],
+                 n_test: int = RECIPE["n_test"]) -> tuple[Reviews, Reviews]:
+    """(train, test): the reviews `train_classifier` trains and tests on. They are generated
+    from the seed, never stored, so a model loaded from a file gets its reviews back from here."""
+    check_choice("task", task, TASKS)
+    return TASKS[task](n_train + n_test, seed=seed).split(n_train)
+
+
 def train_classifier(task: str = "reviews", positions: str = "learned", seed: int = 0,
                      verbose: bool = False, **recipe) -> Trained:
     """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, and train it.
@@ -111,21 +131,17 @@ def train_classifier(task: str = "reviews", positions: str = "learned", seed: in
     of `RECIPE` (e.g. epochs=20).
     With the defaults this is notebook 03's model: a few seconds on one CPU thread.
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {tuple(TASKS)}, got {task!r}")
-    unknown = set(recipe) - set(RECIPE)
-    if unknown:
-        raise TypeError(f"unknown recipe keys {sorted(unknown)}; expected some of {sorted(RECIPE)}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    r = {**RECIPE, **recipe}
-    train, test = TASKS[task](r["n_train"] + r["n_test"], seed=seed).split(r["n_train"])
+    check_choice("task", task, TASKS)
+    seed = check_int("seed", seed)
+    r = with_recipe(RECIPE, recipe)
+    train, test = task_reviews(task, seed, r["n_train"], r["n_test"])
     vocab = Vocab.for_reviews()
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)
-    with torch.random.fork_rng(devices=[]):  # seed the initial weights without touching the caller's RNG
+    with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
         torch.manual_seed(seed)
-        model = TinyTransformer(len(vocab), r["d_model"], r["n_heads"], r["d_ff"], positions=positions)
+        model = TinyTransformer(len(vocab), r["d_model"], r["n_heads"], r["d_ff"],
+                                positions=positions)
     history = fit(model, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
                   batch_size=r["batch_size"], seed=seed, verbose=verbose)
     return Trained(model, vocab, history, train, test)

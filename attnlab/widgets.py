@@ -20,12 +20,15 @@ import numpy as np
 import torch
 
 from .attention import scaled_dot_product_attention
+from .checks import check_choice, check_int, check_number, check_str
+from .report import fmt
 from .scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
 
 
 def _vector_text(x, digits: int = 3) -> str:
-    """[1.000, 0.000] style, the way the notebooks print small vectors."""
-    return "[" + ", ".join(f"{float(v):.{digits}f}" for v in np.ravel(x)) + "]"
+    """[1.000, 0.000] style, the way the notebooks print small vectors (through `fmt`, whose
+    guard refuses a value at a rounding edge while the notebooks are recorded)."""
+    return "[" + ", ".join(fmt(v, digits) for v in np.ravel(x)) + "]"
 
 
 def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -> torch.Tensor:
@@ -48,13 +51,9 @@ def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     if not torch.isfinite(t).all():
-        raise ValueError(f"{name} must hold finite numbers")
+        raise ValueError(f"{name} must hold finite numbers, got "
+                         f"{int((~torch.isfinite(t)).sum())} entries that are nan or inf")
     return t
-
-
-def _is_number(x) -> bool:
-    """A real number (int or float, NumPy's too), not a bool."""
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 # Style of a table cell that shows a caller's label: a very long label wraps instead of
@@ -83,22 +82,22 @@ class AttentionPlayground:
     `attnlab-playground-output`, its numbers in `attnlab-output-value`.
     """
 
-    def __init__(self, keys, values, query=None, key_labels=None, limit: float = 3.0, step: float = 0.1):
+    def __init__(self, keys, values, query=None, key_labels=None, limit: float = 3.0,
+                 step: float = 0.1):
         self.keys = _as_matrix("keys", keys)  # (T, d_k)
         n_keys, d_k = self.keys.shape
         self.values = _as_matrix("values", values, rows=n_keys)  # (T, d_v)
-        if not (_is_number(limit) and 0 < limit < math.inf):
-            raise ValueError(f"limit must be a positive finite number, got {limit!r}")
-        if not (_is_number(step) and 0 < step <= limit):
-            raise ValueError(f"step must be a number in (0, limit={limit}], got {step!r}")
-        self.limit = float(limit)
+        self.limit = check_number("limit", limit, minimum=0, exclusive_minimum=True)
+        step = check_number("step", step, minimum=0, exclusive_minimum=True, maximum=self.limit)
         if key_labels is None:
             key_labels = [f"k{i}" for i in range(n_keys)]
         if isinstance(key_labels, (str, bytes)) or not hasattr(key_labels, "__iter__"):
-            raise TypeError(f"key_labels must be a list of labels, one per key, got {type(key_labels).__name__}")
+            raise TypeError(f"key_labels must be a list of labels, one per key, "
+                            f"got {type(key_labels).__name__}")
         key_labels = [str(label) for label in key_labels]
         if len(key_labels) != n_keys:
-            raise ValueError(f"key_labels must have one label per key ({n_keys}), got {len(key_labels)}")
+            raise ValueError(f"key_labels must have one label per key ({n_keys}), "
+                             f"got {len(key_labels)}")
         self.key_labels = key_labels
         start = self.keys[0] if query is None else self._check_query(query)
 
@@ -124,7 +123,8 @@ class AttentionPlayground:
     def _check_query(self, query) -> torch.Tensor:
         q = _as_matrix("query", query, cols=self.keys.shape[1])  # (1, d_k)
         if q.shape[0] != 1:
-            raise ValueError(f"query must be one vector of {self.keys.shape[1]} numbers, got shape {tuple(q.shape)}")
+            raise ValueError(f"query must be one vector of {self.keys.shape[1]} numbers, "
+                             f"got shape {tuple(q.shape)}")
         q = q[0]  # (d_k,)
         if q.abs().max() > self.limit:
             raise ValueError(f"query coordinates must lie in [-{self.limit}, {self.limit}] "
@@ -141,7 +141,8 @@ class AttentionPlayground:
         query (d_k,), scores q·k (T,), scaled_scores q·k/sqrt(d_k) (T,), weights (T,),
         output (d_v,)."""
         q = torch.as_tensor(self.query) if query is None else self._check_query(query)  # (d_k,)
-        out, weights = scaled_dot_product_attention(q[None], self.keys, self.values)  # (1, d_v), (1, T)
+        out, weights = scaled_dot_product_attention(q[None], self.keys, self.values)
+        # out (1, d_v), weights (1, T)
         scores = self.keys @ q  # (T,)   q·k for each key
         return {
             "query": q.numpy().copy(),
@@ -158,7 +159,8 @@ class AttentionPlayground:
         lines = [f"query = {_vector_text(v['query'], 2)}",
                  f"{'key':<{width}}  {'q·k':>7}  {'/√d_k':>7}  {'weight':>7}"]
         for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"], v["weights"]):
-            lines.append(f"{label:<{width}}  {s:7.3f}  {ss:7.3f}  {wt:7.3f}  " + "#" * round(wt * 40))
+            lines.append(f"{label:<{width}}  {fmt(s, 3):>7}  {fmt(ss, 3):>7}  {fmt(wt, 3):>7}  "
+                         + "#" * round(wt * 40))
         lines.append(f"output = {_vector_text(v['output'])}")
         return "\n".join(lines)
 
@@ -179,15 +181,18 @@ class AttentionPlayground:
             return {}
         v = self.view()
         rows = "".join(
-            f'<tr><td style="{_LABEL_STYLE}">{html.escape(label)}</td><td>{s:.3f}</td><td>{ss:.3f}</td>'
-            f'<td class="attnlab-weight-value">{wt:.3f}</td><td>{_bar_html(wt, "#4c72b0")}</td></tr>'
-            for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"], v["weights"])
+            f'<tr><td style="{_LABEL_STYLE}">{html.escape(label)}</td><td>{s:.3f}</td>'
+            f'<td>{ss:.3f}</td><td class="attnlab-weight-value">{wt:.3f}</td>'
+            f'<td>{_bar_html(wt, "#4c72b0")}</td></tr>'
+            for label, s, ss, wt in zip(self.key_labels, v["scores"], v["scaled_scores"],
+                                        v["weights"])
         )
         self.weights_html.value = (
             "<table><tr><th>key</th><th>q·k</th><th>/√d_k</th><th>weight</th><th></th></tr>"
             f"{rows}</table>"
         )
-        numbers = ", ".join(f'<span class="attnlab-output-value">{x:.3f}</span>' for x in v["output"])
+        numbers = ", ".join(f'<span class="attnlab-output-value">{x:.3f}</span>'
+                            for x in v["output"])
         self.output_html.value = f"<b>output</b> = Σ weight · value = [{numbers}]"
         return v
 
@@ -209,10 +214,8 @@ class SoftmaxScaleExplorer:
 
     def __init__(self, d_ks=DEFAULT_D_KS, d_k: int | None = None, n_keys: int = 8, seed: int = 0):
         d_ks = check_d_ks(d_ks)
-        if d_k is None:
-            d_k = d_ks[0]
-        if d_k not in d_ks:
-            raise ValueError(f"d_k must be one of d_ks {d_ks}, got {d_k!r}")
+        d_k = d_ks[0] if d_k is None else check_choice("d_k", check_int("d_k", d_k), d_ks)
+        n_keys, seed = check_int("n_keys", n_keys, minimum=2), check_int("seed", seed)
         self.d_ks, self.n_keys, self.seed = d_ks, n_keys, seed
         self.slider = w.SelectionSlider(options=d_ks, value=d_k, description="d_k",
                                         continuous_update=False, layout=w.Layout(width="420px"))
@@ -237,11 +240,13 @@ class SoftmaxScaleExplorer:
     def text(self, view: dict | None = None) -> str:
         """Printable form: per key the score and both weights."""
         v = self.view() if view is None else view
-        lines = [f"d_k = {v['d_k']}: scores q·k, then softmax(q·k) vs softmax(q·k / sqrt({v['d_k']}))",
+        lines = [f"d_k = {v['d_k']}: scores q·k, then softmax(q·k) vs "
+                 f"softmax(q·k / sqrt({v['d_k']}))",
                  f"{'key':>4}  {'q·k':>8}  {'unscaled':>8}  {'scaled':>8}"]
         for i, (s, a, b) in enumerate(zip(v["scores"], v["unscaled"], v["scaled"])):
-            lines.append(f"{i:>4}  {s:8.2f}  {a:8.3f}  {b:8.3f}")
-        lines.append(f"max weight: unscaled {v['max_unscaled']:.3f}, scaled {v['max_scaled']:.3f}")
+            lines.append(f"{i:>4}  {fmt(s, 2):>8}  {fmt(a, 3):>8}  {fmt(b, 3):>8}")
+        lines.append(f"max weight: unscaled {fmt(v['max_unscaled'], 3)}, "
+                     f"scaled {fmt(v['max_scaled'], 3)}")
         return "\n".join(lines)
 
     def draw(self, view: dict | None = None, fig=None):
@@ -259,8 +264,9 @@ class SoftmaxScaleExplorer:
             fig = plt.figure(figsize=(9, 3))
         axes = fig.subplots(1, 2, sharey=True)
         keys = np.arange(len(v["scores"]))
-        for ax, name, title, color in ((axes[0], "unscaled", "softmax(q·k)", UNSCALED_COLOR),
-                                       (axes[1], "scaled", f"softmax(q·k / √{v['d_k']})", SCALED_COLOR)):
+        panels = ((axes[0], "unscaled", "softmax(q·k)", UNSCALED_COLOR),
+                  (axes[1], "scaled", f"softmax(q·k / √{v['d_k']})", SCALED_COLOR))
+        for ax, name, title, color in panels:
             ax.bar(keys, v[name], color=color)
             ax.set_title(f"{title}, d_k = {v['d_k']}")
             ax.set_xlabel("key")
@@ -309,21 +315,25 @@ class PredictionComparison:
     def __init__(self, models: dict, vocab, text: str = ""):
         from .data import LABELS
 
-        if not isinstance(models, dict) or not models:
-            raise ValueError(f"models must be a non-empty dict {{name: model}}, got {type(models).__name__}")
+        if not isinstance(models, dict):
+            raise TypeError(f"models must be a dict {{name: model}}, got {type(models).__name__}")
+        if not models:
+            raise ValueError("models must be a non-empty dict {name: model}, got {}")
         for name, model in models.items():
             if not isinstance(name, str):
-                raise TypeError(f"models must be keyed by display names (str), got {type(name).__name__} {name!r}")
+                raise TypeError(f"models must be keyed by display names (str), "
+                                f"got {type(name).__name__} {name!r}")
             if not callable(getattr(model, "predict_proba", None)):
-                raise TypeError(f"models[{name!r}] must have a predict_proba(x) method, got {type(model).__name__}")
+                raise TypeError(f"models[{name!r}] must have a predict_proba(x) method, "
+                                f"got {type(model).__name__}")
         if not callable(getattr(vocab, "encode_batch", None)):
             raise TypeError(f"vocab must be an attnlab.data.Vocab, got {type(vocab).__name__}")
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        check_str("text", text)
         self.models, self.vocab, self.labels = dict(models), vocab, LABELS
         self.max_len = min(getattr(m, "max_len", 64) for m in self.models.values())
-        self.input = w.Text(value=text, placeholder="type a review, e.g. the plot was great and the ending awful",
-                            description="review", continuous_update=True, layout=w.Layout(width="600px"))
+        example = "type a review, e.g. the plot was great and the ending awful"
+        self.input = w.Text(value=text, description="review", continuous_update=True,
+                            placeholder=example, layout=w.Layout(width="600px"))
         self.input.add_class("attnlab-compare-input")
         self.input.observe(self.update, names="value")
         self.tokens_html = w.HTML()
@@ -338,24 +348,24 @@ class PredictionComparison:
         """What the models make of `text` (default: the text field's): `tokens` they read, which
         of them are `unknown` (bool per token), whether the text was `truncated`, and per model
         name `p_positive` and `label`."""
-        text = self.input.value if text is None else text
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = self.input.value if text is None else check_str("text", text)
         all_tokens = self.vocab.tokens(text)
         tokens = all_tokens[: self.max_len]
         x = self.vocab.encode_batch([tokens], max_len=self.max_len)  # (1, T)
         predictions = {}
         for name, model in self.models.items():
             p_positive = float(model.predict_proba(x)[0, 1])
-            predictions[name] = {"p_positive": p_positive, "label": self.labels[int(p_positive >= 0.5)]}
+            predictions[name] = {"p_positive": p_positive,
+                                 "label": self.labels[int(p_positive >= 0.5)]}
         return {"text": text, "tokens": tokens, "unknown": [t not in self.vocab for t in tokens],
                 "truncated": len(all_tokens) > len(tokens), "predictions": predictions}
 
     def text(self, view: dict | None = None) -> str:
         """The static, printable form: the tokens read, then one line per model."""
         v = self.view() if view is None else view
-        shown = " ".join(f"{t}(?)" if u else t for t, u in zip(v["tokens"], v["unknown"])) or "(no words)"
-        lines = [f"reads: {shown}" + (f"  [cut to the first {self.max_len} words]" if v["truncated"] else "")]
+        shown = " ".join(f"{t}(?)" if u else t for t, u in zip(v["tokens"], v["unknown"]))
+        cut = f"  [cut to the first {self.max_len} words]" if v["truncated"] else ""
+        lines = [f"reads: {shown or '(no words)'}{cut}"]
         width = max(len(name) for name in v["predictions"])
         for name, p in v["predictions"].items():
             lines.append(f"  {name:<{width}}  P(positive) = {p['p_positive']:.3f}  -> {p['label']}")
@@ -369,7 +379,8 @@ class PredictionComparison:
             for t, u in zip(v["tokens"], v["unknown"])
         ) or "<i>(no words)</i>"
         note = f" <i>(cut to the first {self.max_len} words)</i>" if v["truncated"] else ""
-        self.tokens_html.value = f'<div style="overflow-wrap:anywhere"><b>the models read:</b> {words}{note}</div>'
+        self.tokens_html.value = (f'<div style="overflow-wrap:anywhere"><b>the models read:</b> '
+                                  f'{words}{note}</div>')
         rows = "".join(
             f'<tr><td style="{_LABEL_STYLE}">{html.escape(name)}</td>'
             f'<td class="attnlab-compare-prob">{p["p_positive"]:.3f}</td>'
@@ -377,8 +388,8 @@ class PredictionComparison:
             f'<td class="attnlab-compare-label">{html.escape(p["label"])}</td></tr>'
             for name, p in v["predictions"].items()
         )
-        self.table_html.value = ("<table><tr><th>model</th><th>P(positive)</th><th></th><th>prediction</th></tr>"
-                                 f"{rows}</table>")
+        self.table_html.value = ("<table><tr><th>model</th><th>P(positive)</th><th></th>"
+                                 f"<th>prediction</th></tr>{rows}</table>")
         return v
 
     def _repr_mimebundle_(self, **kwargs):

@@ -6,8 +6,20 @@ import pytest
 import torch
 
 from attnlab.data import (
-    LABELS, MAX_LEN, MIN_LEN, NEGATIVE, NEUTRAL, POSITIVE, TENSOR_WIDTH, UNSEEN_NEGATIVE, UNSEEN_POSITIVE,
-    Reviews, Vocab, make_order_reviews, make_reviews, tokenize,
+    LABELS,
+    MAX_LEN,
+    MIN_LEN,
+    NEGATIVE,
+    NEUTRAL,
+    POSITIVE,
+    TENSOR_WIDTH,
+    UNSEEN_NEGATIVE,
+    UNSEEN_POSITIVE,
+    Reviews,
+    Vocab,
+    make_order_reviews,
+    make_reviews,
+    tokenize,
 )
 
 SENTIMENT = set(POSITIVE) | set(NEGATIVE)
@@ -24,7 +36,8 @@ def test_word_lists_are_disjoint_and_unseen_words_are_outside_the_vocabulary():
 
 
 def test_reviews_have_one_decisive_word_that_decides_the_label():
-    sentences, labels, positions = make_reviews(2000, seed=3)
+    r = make_reviews(2000, seed=3)
+    sentences, labels, positions = r.sentences, r.labels, r.positions
     for words, label, pos in zip(sentences, labels, positions):
         assert MIN_LEN <= len(words) <= MAX_LEN
         sentiment = [i for i, w in enumerate(words) if w in SENTIMENT]
@@ -49,7 +62,8 @@ def _first_sentiment_label(words):
 
 
 def test_order_task_label_is_the_first_sentiment_word_and_swapping_flips_it():
-    sentences, labels, positions = make_order_reviews(2000, seed=5)
+    r = make_order_reviews(2000, seed=5)
+    sentences, labels, positions = r.sentences, r.labels, r.positions
     assert 0.45 < sum(labels) / len(labels) < 0.55
     for words, label, pos in zip(sentences, labels, positions):
         assert MIN_LEN <= len(words) <= MAX_LEN
@@ -93,7 +107,7 @@ def test_a_bag_of_words_solves_reviews_but_not_the_order_task():
 
 def test_other_word_lists_build_an_unseen_synonym_test_set():
     reviews = make_reviews(300, seed=1, positive=UNSEEN_POSITIVE, negative=UNSEEN_NEGATIVE)
-    for words, label, pos in zip(*reviews):
+    for words, label, pos in reviews:
         assert words[pos] in (UNSEEN_POSITIVE if label else UNSEEN_NEGATIVE)
 
 
@@ -105,11 +119,14 @@ def test_reviews_container_slices_splits_and_tensors():
     assert train.sentences + test.sentences == reviews.sentences
     words = reviews.sentences[3]
     assert reviews.texts()[3] == " ".join(words)
-    with pytest.raises(TypeError, match="can only be sliced"):
-        reviews[3]
+    assert reviews[3] == (words, reviews.labels[3], reviews.positions[3])
+    assert reviews[3].words == words and list(reviews)[3] == reviews[3]
+    with pytest.raises(TypeError, match="index must be an int or a slice"):
+        reviews["3"]
     x, y, p = reviews.tensors(Vocab.for_reviews())
     assert x.dtype == y.dtype == p.dtype == torch.long
-    assert x.shape == (50, TENSOR_WIDTH) and y.tolist() == reviews.labels and p.tolist() == reviews.positions
+    assert x.shape == (50, TENSOR_WIDTH)
+    assert y.tolist() == reviews.labels and p.tolist() == reviews.positions
     assert Vocab.for_reviews().decode(x[3]) == words
     with pytest.raises(ValueError, match="n_train"):
         reviews.split(50)
@@ -125,7 +142,8 @@ def test_vocab_pad_unk_round_trip_and_any_string():
     assert vocab.decode(ids) == ["the", "movie", "was", "great", "honestly"]
     assert vocab.encode(["the", "zebra"]) == [vocab.stoi["the"], Vocab.UNK]
     assert vocab.encode("") == [] and tokenize("  ,;! ") == []
-    assert vocab.decode(vocab.encode("<script>alert('x')</script> café ☃ ünïcode")).count("<unk>") >= 4
+    hostile = "<script>alert('x')</script> café ☃ ünïcode"
+    assert vocab.decode(vocab.encode(hostile)).count("<unk>") >= 4
     assert tokenize("don't stop") == ["don't", "stop"]
     assert len(vocab.encode("good " * 100_000)) == 100_000
 
@@ -145,13 +163,18 @@ def test_encode_batch_pads_cuts_and_handles_empty_text():
 
 
 @pytest.mark.parametrize("call, exc, match", [
-    (lambda: make_reviews(0), ValueError, "n must be a positive int"),
+    (lambda: make_reviews(0), ValueError, "n must be an int >= 1, got 0"),
+    (lambda: make_reviews(2.0), TypeError, r"n must be an int, got 2\.0"),
     (lambda: make_reviews(5, seed="1"), TypeError, "seed must be an int"),
     (lambda: make_order_reviews(5, positive=[]), ValueError, "positive must be a non-empty"),
-    (lambda: make_reviews(5, neutral="the"), ValueError, "neutral must be a non-empty"),
+    (lambda: make_reviews(5, neutral="the"), TypeError,
+     "neutral must be a sequence of words, got str"),
+    (lambda: make_reviews(5, neutral=["the", ""]), ValueError, "neutral must be a non-empty"),
     (lambda: tokenize(None), TypeError, "text must be a str"),
     (lambda: Vocab.for_reviews().encode(3), TypeError, "text must be a str or a list"),
-    (lambda: Vocab.for_reviews().decode([999]), ValueError, "ids must be ints"),
+    (lambda: Vocab.for_reviews().decode([999]), ValueError,
+     r"each id must be an int >= 0 and <= \d+, got 999"),
+    (lambda: Vocab.for_reviews().decode([1.0]), TypeError, "each id must be an int"),
     (lambda: Vocab("abc"), TypeError, "words must be an iterable"),
 ])
 def test_bad_arguments_raise_clear_errors(call, exc, match):

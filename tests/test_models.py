@@ -16,7 +16,8 @@ def batch(n=8, seed=0):
 def test_shapes_and_attention_maps(positions, n_layers):
     torch.manual_seed(0)
     x, _, _ = batch()
-    model = TinyTransformer(62, d_model=32, n_heads=4, d_ff=64, n_layers=n_layers, positions=positions)
+    model = TinyTransformer(62, d_model=32, n_heads=4, d_ff=64, n_layers=n_layers,
+                            positions=positions)
     assert model(x).shape == (8, 2)
     states, maps = model.encode(x)
     assert states.shape == (8, x.shape[1], 32)
@@ -90,15 +91,22 @@ def test_hit_rate_counts_the_most_attended_token():
 
 @pytest.mark.parametrize("call, exc, match", [
     (lambda: TinyTransformer(62, positions="rotary"), ValueError, "positions must be one of"),
-    (lambda: TinyTransformer(0), ValueError, "vocab_size must be a positive int"),
+    (lambda: TinyTransformer(0), ValueError, "vocab_size must be an int >= 1, got 0"),
+    (lambda: TinyTransformer(62.0), TypeError, r"vocab_size must be an int, got 62\.0 \(float\)"),
+    (lambda: TinyTransformer(62, pad_id=62), ValueError, "pad_id must be an int >= 0 and <= 61"),
     (lambda: TinyTransformer(62, d_model=30, n_heads=4), ValueError, "divisible"),
     (lambda: TinyTransformer(62)(torch.zeros(2, 3)), TypeError, "int64 tensor"),
-    (lambda: TinyTransformer(62, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError, "max_len"),
-    (lambda: TinyTransformer(62)(torch.full((1, 3), 62)), ValueError, r"token ids must be in 0\.\.61"),
-    (lambda: TinyTransformer(62)(torch.ones(1, 3, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool)),
-     ValueError, "attend must be"),
-    (lambda: attention_hit_rate(TinyTransformer(62), torch.ones(2, 3, dtype=torch.long), torch.zeros(3)),
-     ValueError, "positions must be a tensor of shape"),
+    (lambda: TinyTransformer(62)([[1, 2]]), TypeError, "x must be a torch.Tensor, got list"),
+    (lambda: TinyTransformer(62, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
+     "max_len"),
+    (lambda: TinyTransformer(62)(torch.ones(5, dtype=torch.long)), ValueError, r"shape \(B, T\)"),
+    (lambda: TinyTransformer(62)(torch.full((1, 3), 62)), ValueError, r"token ids in 0\.\.61"),
+    (lambda: TinyTransformer(62)(torch.ones(1, 3, dtype=torch.long),
+                                 torch.ones(1, 4, dtype=torch.bool)), ValueError, "attend must be"),
+    (lambda: attention_hit_rate(TinyTransformer(62), torch.ones(2, 3, dtype=torch.long),
+                                torch.zeros(3)), ValueError, "positions must be a tensor of shape"),
+    (lambda: attention_hit_rate(TinyTransformer(62), torch.ones(2, 3, dtype=torch.long), [0, 0]),
+     TypeError, "positions must be a torch.Tensor, got list"),
 ])
 def test_bad_arguments_raise_clear_errors(call, exc, match):
     with pytest.raises(exc, match=match):

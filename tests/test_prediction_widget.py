@@ -20,7 +20,8 @@ def compare():
 
 
 def shown(compare):
-    probs = [float(p) for p in re.findall(r'class="attnlab-compare-prob">([0-9.]+)<', compare.table_html.value)]
+    found = re.findall(r'class="attnlab-compare-prob">([0-9.]+)<', compare.table_html.value)
+    probs = [float(p) for p in found]
     labels = re.findall(r'class="attnlab-compare-label">(\w+)<', compare.table_html.value)
     return probs, labels
 
@@ -50,17 +51,20 @@ def test_typing_updates_the_view_and_any_string_is_shown_as_text(compare):
     assert "(no words)" in compare.tokens_html.value and len(shown(compare)[0]) == 2
     assert compare.text().startswith("reads: (no words)")
     compare.input.value = "x" * 100_000  # one huge word: shown (escaped), wrapping, marked unknown
-    assert 'overflow-wrap:anywhere' in compare.tokens_html.value and compare.view()["unknown"] == [True]
+    assert 'overflow-wrap:anywhere' in compare.tokens_html.value
+    assert compare.view()["unknown"] == [True]
     compare.input.value = "good " * 1000 + "ünïcödé ☃"
     v = compare.view()
-    assert len(v["tokens"]) == 64 and v["truncated"] and "cut to the first 64 words" in compare.text(v)
+    assert len(v["tokens"]) == 64 and v["truncated"]
+    assert "cut to the first 64 words" in compare.text(v)
     assert all(0 <= p <= 1 for p in shown(compare)[0])
 
 
 def test_without_positions_word_order_cannot_change_the_prediction(compare):
     a = compare.view("the acting was great and the ending was awful")["predictions"]
     b = compare.view("the acting was awful and the ending was great")["predictions"]
-    assert a["no positions"]["p_positive"] == pytest.approx(b["no positions"]["p_positive"], abs=1e-6)
+    assert a["no positions"]["p_positive"] == pytest.approx(b["no positions"]["p_positive"],
+                                                            abs=1e-6)
 
 
 def test_bad_arguments_raise_clear_errors():

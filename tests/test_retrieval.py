@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
-    monkeypatch.setattr(assets, "_download", lambda a: pytest.fail(f"test tried to download {a.name}"))
-    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("test used the network"))
+    monkeypatch.setattr(assets, "_download",
+                        lambda a: pytest.fail(f"test tried to download {a.name}"))
+    monkeypatch.setattr(socket.socket, "connect",
+                        lambda *a, **k: pytest.fail("test used the network"))
     shared = ROOT.parent / "shared" / "assets"
     if "ATTNLAB_ASSETS" not in os.environ and shared.is_dir():  # the repository's sibling folder
         monkeypatch.setenv("ATTNLAB_ASSETS", str(shared))
@@ -73,7 +75,8 @@ def test_load_fashion_mnist_matches_keras_layout():
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
     assert y_train.shape == (60000,) and y_test.shape == (10000,)
     assert x_train.dtype == x_test.dtype == y_train.dtype == y_test.dtype == np.uint8
-    assert np.bincount(y_train).tolist() == [6000] * 10 and np.bincount(y_test).tolist() == [1000] * 10
+    assert np.bincount(y_train).tolist() == [6000] * 10
+    assert np.bincount(y_test).tolist() == [1000] * 10
     assert y_test[:10].tolist() == [9, 2, 1, 1, 6, 1, 4, 6, 5, 7]  # the published first labels
 
 
@@ -85,7 +88,8 @@ def test_embeddings_are_the_keras_models(images, alpha):
     ours = retrieval.embed_images(images, alpha=alpha)
     keras_way = retrieval.embed_images_keras(images, alpha=alpha)
     assert ours.shape == keras_way.shape == (len(images), 1280) and ours.dtype == np.float32
-    cos = (ours * keras_way).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1))
+    norms = np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1)
+    cos = (ours * keras_way).sum(1) / norms
     assert cos.min() >= 0.99
     np.testing.assert_allclose(ours, keras_way, atol=2e-3, rtol=1e-3)
 
@@ -114,7 +118,7 @@ def test_model_is_channels_last_whatever_keras_json_says():
     try:
         model = retrieval._mobilenet_v2.__wrapped__(0.35)  # a fresh build, not the cached one
         assert model.input_shape == (None, 96, 96, 3) and model.output_shape == (None, 1280)
-        assert keras.config.image_data_format() == "channels_first", "the user's setting is restored"
+        assert keras.config.image_data_format() == "channels_first", "the user's setting stays"
     finally:
         keras.config.set_image_data_format(before)
 
@@ -138,14 +142,14 @@ def test_embed_images_rejects_bad_images(bad, error, message):
         retrieval.embed_images(bad)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"alpha": 0.75}, "alpha must be one of \\(0.35, 0.5\\), got 0.75"),
-    ({"alpha": "0.35"}, "alpha must be one of"),
-    ({"batch_size": 0}, "batch_size must be a positive int, got 0"),
-    ({"batch_size": 2.0}, "batch_size must be a positive int"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"alpha": 0.75}, ValueError, "alpha must be one of 0.35, 0.5, got 0.75"),
+    ({"alpha": "0.35"}, TypeError, "alpha must be a number, got '0.35'"),
+    ({"batch_size": 0}, ValueError, "batch_size must be an int >= 1, got 0"),
+    ({"batch_size": 2.0}, TypeError, "batch_size must be an int, got 2.0"),
 ])
-def test_embed_images_rejects_bad_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_embed_images_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
         retrieval.embed_images(np.zeros((1, 28, 28), np.uint8), **kwargs)
 
 
@@ -174,20 +178,22 @@ def test_nearest_neighbours_by_cosine():
     db = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [10.0, 0.0]])
     q = np.array([[2.0, 0.1], [0.0, 3.0], [1.0, 0.9]])
     nn = retrieval.nearest_neighbours(q, db, k=2)
-    assert nn.tolist() == [[0, 3], [1, 2], [2, 0]]  # ties (rows 0 and 3 are parallel) keep index order
+    assert nn.tolist() == [[0, 3], [1, 2], [2, 0]]  # a tie (rows 0, 3 parallel) keeps index order
     assert retrieval.nearest_neighbours(q * 7.5, db).tolist() == [[0], [1], [2]]  # scale-free
     assert retrieval.nearest_neighbours(torch.tensor(q), db).shape == (3, 1)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"k": 0}, "k must be an int in \\[1, 4\\]"),
-    ({"k": 5}, "k must be an int in \\[1, 4\\]"),
-    ({"database": np.ones((4, 3))}, "same width, got 2 and 3"),
-    ({"queries": np.ones(2)}, "queries must be a 2-D numeric array"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"k": 0}, ValueError, "k must be an int >= 1 and <= 4, got 0"),
+    ({"k": 5}, ValueError, "k must be an int >= 1 and <= 4, got 5"),
+    ({"k": 1.0}, TypeError, "k must be an int, got 1.0"),
+    ({"database": np.ones((4, 3))}, ValueError, "same width, got 2 and 3"),
+    ({"queries": np.ones(2)}, ValueError, "queries must be a 2-D numeric array"),
+    ({"queries": np.array([["a", "b"]])}, TypeError, "queries must be a numeric array"),
 ])
-def test_nearest_neighbours_rejects_bad_arguments(kwargs, message):
+def test_nearest_neighbours_rejects_bad_arguments(kwargs, error, message):
     args = {"queries": np.ones((2, 2)), "database": np.ones((4, 2)), "k": 1, **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         retrieval.nearest_neighbours(**args)
 
 
@@ -245,22 +251,23 @@ def test_noise_and_invert():
     assert retrieval.perturb(x, "noise", 1000).dtype == np.uint8
 
 
-@pytest.mark.parametrize("kind, amount, message", [
-    ("blur", 1, "kind must be 'shift', 'noise' or 'invert', got 'blur'"),
-    ("noise", -1, "amount must be a number >= 0, got -1"),
-    ("shift", 1.5, "whole number of pixels"),
-    ("invert", 1.5, "amount must be in \\[0, 1\\]"),
+@pytest.mark.parametrize("kind, amount, error, message", [
+    ("blur", 1, ValueError, "kind must be one of 'shift', 'noise', 'invert', got 'blur'"),
+    ("noise", -1, ValueError, "amount must be a finite number >= 0, got -1"),
+    ("noise", "1", TypeError, "amount must be a number, got '1'"),
+    ("shift", 1.5, ValueError, "whole number of pixels"),
+    ("invert", 1.5, ValueError, "amount must be a finite number >= 0 and <= 1, got 1.5"),
 ])
-def test_perturb_rejects_bad_arguments(kind, amount, message):
-    with pytest.raises(ValueError, match=message):
+def test_perturb_rejects_bad_arguments(kind, amount, error, message):
+    with pytest.raises(error, match=message):
         retrieval.perturb(np.zeros((1, 4, 4), np.uint8), kind, amount)
 
 
-# --- the official download, DESIGN.md's last place --------------------------------------------
+# --- the official download, the last place looked ---------------------------------------------
 
 @pytest.fixture
 def nowhere(monkeypatch, tmp_path):
-    """No local copy of Fashion-MNIST anywhere: every place of the lookup points at empty folders."""
+    """No local copy of Fashion-MNIST anywhere: every place looked points at empty folders."""
     need("fashion-mnist/train-images", "fashion-mnist/train-labels",
          "fashion-mnist/t10k-images", "fashion-mnist/t10k-labels")
     real = {name: assets.require(f"fashion-mnist/{name}") for name in
@@ -276,7 +283,8 @@ def test_a_missing_data_set_is_downloaded_as_the_last_resort(nowhere, tmp_path, 
 
     def download(asset):  # stands in for keras.utils.get_file: the same bytes, into Keras's cache
         downloaded.append(asset.name)
-        target = tmp_path / "keras" / "datasets" / "fashion-mnist" / nowhere[asset.name.split("/")[1]].name
+        file = nowhere[asset.name.split("/")[1]].name
+        target = tmp_path / "keras" / "datasets" / "fashion-mnist" / file
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(nowhere[asset.name.split("/")[1]].read_bytes())
         return target

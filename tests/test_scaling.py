@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab import scaled_dot_product_attention
-from attnlab import scaling
+from attnlab import scaled_dot_product_attention, scaling
 
 SMALL = (4, 64, 1024)
 
@@ -98,7 +97,8 @@ def test_softmax_pair_is_nested_and_matches_attention():
     np.testing.assert_array_equal(small["query"], big["query"][:4])
     np.testing.assert_array_equal(small["keys"], big["keys"][:, :4])
     np.testing.assert_allclose(big["scores"], big["keys"] @ big["query"])
-    _, w = scaled_dot_product_attention(torch.as_tensor(big["query"])[None], torch.as_tensor(big["keys"]),
+    _, w = scaled_dot_product_attention(torch.as_tensor(big["query"])[None],
+                                        torch.as_tensor(big["keys"]),
                                         torch.zeros(5, 1, dtype=torch.float64))
     np.testing.assert_allclose(big["scaled"], w[0].numpy())
 
@@ -106,9 +106,10 @@ def test_softmax_pair_is_nested_and_matches_attention():
 @pytest.mark.parametrize("call, error, match", [
     (lambda: scaling.dot_product_std([]), ValueError, "d_ks must not be empty"),
     (lambda: scaling.dot_product_std("48"), TypeError, "d_ks"),
-    (lambda: scaling.dot_product_std([4, 0]), ValueError, "positive ints"),
-    (lambda: scaling.dot_product_std([4, 2.5]), ValueError, "positive ints"),
-    (lambda: scaling.dot_product_std([4], n_samples=1), ValueError, "n_samples"),
+    (lambda: scaling.dot_product_std([4, 0]), ValueError, r"d_ks\[1\] must be an int >= 1, got 0"),
+    (lambda: scaling.dot_product_std([4, 2.5]), TypeError, r"d_ks\[1\] must be an int, got 2\.5"),
+    (lambda: scaling.dot_product_std([4], n_samples=1), ValueError,
+     "n_samples must be an int >= 2, got 1"),
     (lambda: scaling.max_softmax_weight([4], n_keys=1), ValueError, "n_keys"),
     (lambda: scaling.softmax_gradient_norm([4], d_v=0), ValueError, "d_v"),
     (lambda: scaling.softmax_pair(2048), ValueError, "max_d_k"),

@@ -1,4 +1,4 @@
-"""Training: deterministic, reaches the lab's accuracy by recipe, learns the decisive word, and
+"""Training: deterministic, reaches notebook 03's accuracy by recipe, learns the decisive word, and
 needs positions for the order task; plus the plots that draw its results."""
 import matplotlib.pyplot as plt
 import pytest
@@ -7,7 +7,7 @@ import torch
 from attnlab.data import NEGATIVE, POSITIVE
 from attnlab.models import TinyTransformer
 from attnlab.plots import mean_spread_bars, training_curves
-from attnlab.train import RECIPE, evaluate, fit, train_classifier
+from attnlab.train import RECIPE, eval_mode, evaluate, fit, train_classifier
 
 
 @pytest.fixture(scope="module")
@@ -16,17 +16,14 @@ def recipe_model():
     return train_classifier()  # notebook 03's model, by RECIPE
 
 
-def test_recipe_is_the_labs():
-    assert RECIPE == {"d_model": 32, "n_heads": 4, "d_ff": 64, "lr": 3e-3, "batch_size": 64,
-                      "epochs": 12, "n_train": 1600, "n_test": 400}
-
-
-def test_recipe_reaches_the_labs_accuracy(recipe_model):
-    h = recipe_model.history
-    assert h["epoch"] == list(range(1, 13))
-    assert all(len(v) == 12 for v in h.values())
+def test_the_recipe_is_what_training_uses_and_it_reaches_notebook_03s_accuracy(recipe_model):
+    h, model = recipe_model.history, recipe_model.model
+    assert h["epoch"] == list(range(1, RECIPE["epochs"] + 1))
+    assert all(len(v) == RECIPE["epochs"] for v in h.values())
     assert recipe_model.test_accuracy >= 0.95
-    assert (len(recipe_model.train), len(recipe_model.test)) == (1600, 400)
+    assert (len(recipe_model.train), len(recipe_model.test)) == (RECIPE["n_train"], RECIPE["n_test"])
+    block = model.blocks[0]
+    assert (block.attn.d_model, block.attn.n_heads) == (RECIPE["d_model"], RECIPE["n_heads"])
     assert not recipe_model.model.training
     x, y, _ = recipe_model.test.tensors(recipe_model.vocab)
     assert evaluate(recipe_model.model, x, y)[1] == recipe_model.test_accuracy
@@ -38,7 +35,8 @@ def test_swapping_the_decisive_word_flips_the_prediction(recipe_model):
     flipped = x.clone()
     rows = torch.arange(len(y))
     # replace every decisive word by a word of the other polarity (cycled through the lists)
-    opposite = [vocab.stoi[(NEGATIVE if label else POSITIVE)[i % 12]] for i, label in enumerate(y.tolist())]
+    opposite = [vocab.stoi[(NEGATIVE if label else POSITIVE)[i % 12]]
+                for i, label in enumerate(y.tolist())]
     flipped[rows, pos] = torch.tensor(opposite)
     before = model.predict_proba(x).argmax(-1)
     after = model.predict_proba(flipped).argmax(-1)
@@ -77,10 +75,12 @@ def test_fit_prints_one_rounded_line_per_epoch_or_nothing(capsys):
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    ({"epochs": 0}, ValueError, "epochs must be a positive int"),
-    ({"batch_size": 2.5}, ValueError, "batch_size must be a positive int"),
-    ({"lr": 0}, ValueError, "lr must be a positive number"),
-    ({"lr": "fast"}, ValueError, "lr must be a positive number"),
+    ({"epochs": 0}, ValueError, "epochs must be an int >= 1, got 0"),
+    ({"batch_size": 2.5}, TypeError, r"batch_size must be an int, got 2\.5 \(float\)"),
+    ({"lr": 0}, ValueError, "lr must be a finite number > 0, got 0"),
+    ({"lr": "fast"}, TypeError, "lr must be a number, got 'fast'"),
+    ({"seed": None}, TypeError, "seed must be an int, got None"),
+    ({"verbose": "no"}, TypeError, "verbose must be True or False, got 'no'"),
 ])
 def test_fit_rejects_bad_arguments(kwargs, exc, match):
     x = torch.ones(4, 3, dtype=torch.long)
@@ -99,6 +99,30 @@ def test_train_classifier_rejects_bad_arguments():
     with pytest.raises(ValueError, match="positions must be one of"):
         train_classifier(positions="rope", epochs=1)
 
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_eval_mode_restores_the_mode_even_when_the_body_raises(training):
+    model = TinyTransformer(62).train(training)
+    with eval_mode(model) as inside:
+        assert inside is model and not model.training
+        assert not any(m.training for m in model.modules())
+    assert model.training is training
+    with pytest.raises(RuntimeError, match="boom"), eval_mode(model):
+        raise RuntimeError("boom")
+    assert model.training is training and all(m.training is training for m in model.modules())
+
+
+def test_evaluate_restores_train_mode_when_the_model_raises():
+    model = TinyTransformer(62, max_len=4).train()
+    x, y = torch.ones(2, 5, dtype=torch.long), torch.zeros(2, dtype=torch.long)  # too long
+    with pytest.raises(ValueError, match="max_len"):
+        evaluate(model, x, y)
+    assert model.training
+    for probe in (model.predict_proba, model.get_attention_maps):
+        with pytest.raises(ValueError, match="max_len"):
+            probe(x)
+        assert model.training
 
 def test_plots_draw_histories_and_repeated_measurements():
     history = {"epoch": [1, 2], "train_loss": [0.7, 0.3], "train_acc": [0.5, 0.9],

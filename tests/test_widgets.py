@@ -15,7 +15,8 @@ V = [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]
 
 
 def shown_numbers(html_value: str, css_class: str) -> list[float]:
-    """The numbers an HTML widget shows inside elements of `css_class` (what a browser test reads)."""
+    """The numbers an HTML widget shows inside elements of `css_class` (what a browser test
+    reads)."""
     return [float(x) for x in re.findall(rf'class="{css_class}">([-0-9.]+)<', html_value)]
 
 
@@ -122,12 +123,15 @@ def test_default_query_is_the_first_key():
     (dict(keys="abc", values=V), TypeError, "keys must be a matrix of numbers"),
     (dict(keys=[[float("nan")] * 4] * 3, values=V), ValueError, "finite"),
     (dict(keys=K, values=V, query="abc"), TypeError, "query must be a matrix of numbers"),
-    (dict(keys=K, values=V, query=[[1.0, 0, 0, 0], [0, 1.0, 0, 0]]), ValueError, "query must be one vector"),
+    (dict(keys=K, values=V, query=[[1.0, 0, 0, 0], [0, 1.0, 0, 0]]), ValueError,
+     "query must be one vector"),
     (dict(keys=K, values=V, key_labels="abc"), TypeError, "key_labels must be a list"),
     (dict(keys=K, values=V, key_labels=3), TypeError, "key_labels must be a list"),
-    (dict(keys=K, values=V, limit=True), ValueError, "limit must be a positive finite number"),
-    (dict(keys=K, values=V, limit=float("inf")), ValueError, "limit must be a positive finite number"),
-    (dict(keys=K, values=V, step=0), ValueError, "step must be a number"),
+    (dict(keys=K, values=V, limit=True), TypeError, r"limit must be a number, got True \(bool\)"),
+    (dict(keys=K, values=V, limit=float("inf")), ValueError,
+     "limit must be a finite number > 0, got inf"),
+    (dict(keys=K, values=V, step=0), ValueError,
+     "step must be a finite number > 0 and <= 3.0, got 0"),
     (dict(keys=[[]], values=[[]]), ValueError, "keys must not be empty"),
 ])
 def test_playground_rejects_bad_arguments(kwargs, error, match):
@@ -140,7 +144,8 @@ def test_explorer_view_matches_softmax_pair_and_attention():
     v = e.view()
     ref = softmax_pair(64, n_keys=8, seed=0, max_d_k=1024)
     np.testing.assert_array_equal(v["scaled"], ref["scaled"])
-    _, w = scaled_dot_product_attention(torch.as_tensor(v["query"])[None], torch.as_tensor(v["keys"]),
+    _, w = scaled_dot_product_attention(torch.as_tensor(v["query"])[None],
+                                        torch.as_tensor(v["keys"]),
                                         torch.zeros(8, 1, dtype=torch.float64), scale=1.0)
     np.testing.assert_allclose(v["unscaled"], w[0].numpy())
     assert v["max_unscaled"] == pytest.approx(v["unscaled"].max())
@@ -172,8 +177,9 @@ def test_explorer_draw_returns_two_panels():
 
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(d_ks=[]), ValueError, "d_ks"),
-    (dict(d_ks=[4, 0]), ValueError, "positive ints"),
-    (dict(d_ks=[4, 8], d_k=16), ValueError, "d_k must be one of"),
+    (dict(d_ks=[4, 0]), ValueError, r"d_ks\[1\] must be an int >= 1, got 0"),
+    (dict(d_ks=[4, 8], d_k=16), ValueError, "d_k must be one of 4, 8, got 16"),
+    (dict(d_ks=[4, 8], d_k=4.0), TypeError, "d_k must be an int, got 4.0"),
     (dict(n_keys=1), ValueError, "n_keys must be an int >= 2"),
     (dict(seed="0"), TypeError, "seed must be an int"),
 ])
