@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -16,8 +17,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attnlab import site
-from attnlab.runner import notebook_paths
+from attnlab.classroom import site
+from attnlab.classroom.runner import notebook_paths
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "site"
 PNG = base64.b64decode(  # 1x1 transparent PNG
@@ -34,19 +35,21 @@ def _lesson(title="Attention by hand", executed=True):
     """A small executed notebook in the series' style: heading, prose, code, result, ..."""
     count = (lambda n: n) if executed else (lambda n: None)
     return new_notebook(cells=[
-        new_markdown_cell(f"# {title}\n\nWeights are $\\mathrm{{softmax}}(q k^\\top / \\sqrt{{d_k}})$."),
+        new_markdown_cell(f"# {title}\n\n"
+                          "Weights are $\\mathrm{softmax}(q k^\\top / \\sqrt{d_k})$."),
         _code("import numpy as np", count=count(1)),
         new_markdown_cell("## Scores\n\n$$ s = q \\cdot k $$"),
         _code("print(0.5)", [new_output("stream", name="stdout", text="0.500\n")], count(2)),
         new_markdown_cell("A plot of it."),
-        _code("plt.show()", [new_output("display_data", data={"image/png": base64.b64encode(PNG).decode(),
-                                                             "text/plain": "<Figure>"})], count(3)),
+        _code("plt.show()", [new_output("display_data", data={
+            "image/png": base64.b64encode(PNG).decode(), "text/plain": "<Figure>"})], count(3)),
         new_markdown_cell("### The playground"),
         _code("playground.widget", [new_output(
             "execute_result", execution_count=4,
             data={site.WIDGET_VIEW: {"model_id": "ab" * 16, "version_major": 2, "version_minor": 0},
                   "text/plain": "VBox(children=(...))"})], count(4)),
-    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                "language": "python"},
                  "widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
 
 
@@ -73,7 +76,8 @@ def fake_modules(tmp_path):
             package.mkdir(parents=True)
             (package / "package.json").write_text(json.dumps({"version": meta["version"]}))
             (package / "LICENSE").write_text("licence text")
-    for rel in ("reveal.js/dist/reveal.js", "reveal.js/dist/reveal.css", "reveal.js/dist/theme/white.css",
+    for rel in ("reveal.js/dist/reveal.js", "reveal.js/dist/reveal.css",
+                "reveal.js/dist/theme/white.css",
                 "reveal.js/plugin/notes/notes.js", "mathjax/es5/tex-svg-full.js"):
         (modules / rel).parent.mkdir(parents=True, exist_ok=True)
         (modules / rel).write_text("/* placeholder */")
@@ -82,7 +86,8 @@ def fake_modules(tmp_path):
 
 def _local_refs(page: str) -> list[str]:
     """Relative URLs of scripts and style sheets a page loads."""
-    refs = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page) + re.findall(r'<link[^>]*\bhref="([^"]+)"', page)
+    refs = (re.findall(r'<script[^>]*\bsrc="([^"]+)"', page)
+            + re.findall(r'<link[^>]*\bhref="([^"]+)"', page))
     return [r for r in refs if not urlparse(r).scheme]
 
 
@@ -93,14 +98,112 @@ def test_slide_types_follow_headings_and_steps_and_keep_explicit_metadata():
     nb.cells[4].metadata["slideshow"] = {"slide_type": "notes"}  # an author's choice wins
     typed = site.assign_slide_types(nb)
     kinds = [c.metadata["slideshow"]["slide_type"] for c in typed.cells]
-    # heading, code, ## heading, code, (notes), plot code, ### heading, widget code
-    assert kinds == ["slide", "-", "slide", "-", "notes", "-", "subslide", "-"]
+    # heading, code, ## heading, code, (notes), plot code, ### heading, widget code: the notes
+    # are not on screen, so the plot code follows a code cell and starts a subslide
+    assert kinds == ["slide", "-", "slide", "-", "notes", "subslide", "subslide", "-"]
     assert "slideshow" not in _lesson().cells[0].metadata  # the input notebook is not modified
 
-    steps = new_notebook(cells=[new_markdown_cell("# T"), new_markdown_cell("more prose"), _code("x"),
-                                _code("plot(x)"), new_markdown_cell("so x is"), new_markdown_cell("and")])
+    steps = new_notebook(cells=[new_markdown_cell("# T"), new_markdown_cell("more prose"),
+                                _code("x"), _code("plot(x)"), new_markdown_cell("so x is"),
+                                new_markdown_cell("and")])
     assert [c.metadata["slideshow"]["slide_type"] for c in site.assign_slide_types(steps).cells] \
         == ["slide", "-", "-", "subslide", "subslide", "-"]
+
+
+ASSERTS = """import torch
+# the prose says the weights sum to 1
+assert w.sum() == 1, (
+    "rows must sum to 1")
+weights = w  # (1, 3)
+for T in LENS:
+    assert T > 0
+with torch.no_grad():
+    y = f(x)
+    assert y.shape == (2, 3)
+if y.any():
+    assert ok
+else:
+    print(y)
+z = 1; assert z
+%matplotlib inline
+print(weights)"""
+
+
+def test_asserts_are_taken_off_slides_nested_and_multiline_ones_too():
+    assert site.strip_asserts(ASSERTS) == """import torch
+weights = w  # (1, 3)
+with torch.no_grad():
+    y = f(x)
+if y.any():
+    assert ok
+else:
+    print(y)
+z = 1; assert z
+%matplotlib inline
+print(weights)"""
+    # a block left empty keeps its assert (`if ...: assert ok`), a line shared with other code
+    # keeps it (`z = 1; assert z`), and a cell of asserts only is left empty
+    assert site.strip_asserts("assert a\nfor i in b:\n    assert i\n") == ""
+    assert site.strip_asserts("x = [1,\n") == "x = [1,\n"  # does not parse: unchanged
+    assert site.strip_asserts("def f(x):\n    assert x\n") == "def f(x):\n    assert x\n"
+
+
+def _present(cells):
+    """An executed notebook of `cells` (markdown strings or (code, printed text, metadata))."""
+    out = []
+    for n, cell in enumerate(cells, 1):
+        if isinstance(cell, str):
+            out.append(new_markdown_cell(cell))
+            continue
+        source, printed, metadata = cell
+        outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
+        out.append(_code(source, outputs, n))
+        out[-1].metadata.update(metadata)
+    return new_notebook(cells=out)
+
+
+def test_slide_view_hides_asserts_plumbing_and_empty_cells_but_keeps_outputs():
+    nb = _present([
+        "# Title",
+        ("x = 2\n### BEGIN SOLUTION\ny = x\n### END SOLUTION\nassert x == 2", "", {}),
+        ("assert x > 0", "", {}),                                   # nothing left to show
+        ("assert x > 1\nprint(x)", "2\n", {}),
+        ("fig = plot(x)\nprint('3')", "3\n", {"tags": ["hide-input"]}),
+        ("assert x", "", {"slideshow": {"slide_type": "subslide"}}),  # the author placed it
+    ])
+    view = site.slide_view(nb)
+    assert [c.source for c in view.cells] == ["# Title", "x = 2\ny = x", "", "print(x)",
+                                             "fig = plot(x)\nprint('3')", ""]
+    hidden = [c.metadata.get("transient", {}).get("remove_source", False) for c in view.cells]
+    assert hidden == [False, False, True, False, True, True]
+    types = [c.metadata.get("slideshow", {}).get("slide_type") for c in view.cells]
+    assert types == [None, None, "skip", None, None, "subslide"]
+    assert "transient" not in nb.cells[4].metadata  # the input notebook is not modified
+
+
+def test_decks_show_outputs_of_hidden_cells_and_notes_but_the_site_keeps_the_code(
+        tmp_path, fake_modules):
+    nb = _present([
+        "# Title",
+        ("weights = softmax(scores)\nassert weights.sum() == 1", "", {}),
+        ("for row in weights:\n    print(row)  # PLUMBING", "0.25 0.75\n",
+         {"tags": ["hide-input"]}),
+        "Predict: which key wins?",
+        ("assert weights.argmax() == 1  # ASSERTED", "", {}),
+    ])
+    nb.cells[3].metadata["slideshow"] = {"slide_type": "notes"}
+    path = tmp_path / "01_view.ipynb"
+    nbformat.write(nb, path)
+    deck = site.build("slides", [path], tmp_path / "slides", modules=fake_modules)[0].read_text()
+    page = site.build("html", [path], tmp_path / "site", modules=fake_modules)[0].read_text()
+    assert "softmax" in deck and "ASSERTED" not in deck and "assert" not in deck.split(
+        '<div class="slides">')[1].split("</main>")[0]
+    assert "PLUMBING" not in deck and "0.25 0.75" in deck  # the output, without its code
+    notes = re.search(r'<aside class="notes">(.*?)</aside>', deck, re.S)
+    assert notes and "Predict: which key wins?" in notes.group(1)
+    assert "In&nbsp;[" not in deck  # no prompts on slides
+    for text in ("PLUMBING", "0.25 0.75", "ASSERTED"):  # the site shows everything
+        assert text in page
 
 
 def test_describe_reads_the_title_and_the_first_paragraph():
@@ -118,8 +221,10 @@ def test_describe_reads_the_title_and_the_first_paragraph():
     ("<script type=\"module\">import m from 'https://cdn.example/m.mjs';</script>", ["https://cdn.example/m.mjs"]),
     ('<div style="background: url(\'https://example.org/bg.png\')"></div>', ["https://example.org/bg.png"]),
     # links a reader may follow are fine, and so is everything local or inline
-    ('<a href="https://arxiv.org/abs/1706.03762">paper</a><link rel="next" href="https://x.org/n">', []),
-    ('<script src="_static/reveal.js/dist/reveal.js"></script><img src="data:image/png;base64,AA==">', []),
+    ('<a href="https://arxiv.org/abs/1706.03762">paper</a>'
+     '<link rel="next" href="https://x.org/n">', []),
+    ('<script src="_static/reveal.js/dist/reveal.js"></script>'
+     '<img src="data:image/png;base64,AA==">', []),
 ])
 def test_external_resources_finds_what_a_page_would_load_from_the_network(page, remote):
     assert site.external_resources(page) == remote
@@ -128,7 +233,8 @@ def test_external_resources_finds_what_a_page_would_load_from_the_network(page, 
 def test_unexecuted_notebook_is_refused_with_the_fix(tmp_path):
     path = tmp_path / "03_train.ipynb"
     nbformat.write(_lesson(executed=False), path)
-    with pytest.raises(ValueError, match=r"03_train.ipynb has code cells that were never executed.*make notebooks NB=03"):
+    with pytest.raises(ValueError, match=r"03_train.ipynb has code cells that were never "
+                                         r"executed.*make notebooks NB=03"):
         site.load_executed(path)
     with pytest.raises(FileNotFoundError, match="make notebooks NB=04"):
         site.load_executed(tmp_path / "04_missing.ipynb")
@@ -179,7 +285,8 @@ def test_html_site_has_an_index_and_offline_pages(notebooks, fake_modules, tmp_p
         assert site.external_resources(page) == []
         for ref in _local_refs(page):
             assert (out / ref).exists(), ref
-    assert (out / "_static/mathjax/tex-svg-full.js").exists() and (out / "_static/mathjax/LICENSE").exists()
+    assert (out / "_static/mathjax/tex-svg-full.js").exists()
+    assert (out / "_static/mathjax/LICENSE").exists()
     assert not (out / "_static/reveal.js").exists()  # the site needs no reveal.js
 
 
@@ -236,46 +343,113 @@ def test_every_stored_notebook_builds_offline(tmp_path, fake_modules):
 
 # ----------------------------------------------------------------------------- in a browser
 
-@pytest.mark.browser
-def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
-    """Real reveal.js and MathJax, every request that is not a local file refused."""
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
+def _real_modules() -> Path:
+    """node_modules with the locked reveal.js and MathJax, and Chromium; the test skips without."""
+    if not site.CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed: `apt-get install chromium`")
     modules = site.BUILD / "vendor" / "node_modules"
     locked = site._locked_versions()
     if any(not (modules / name / "package.json").exists() or
            json.loads((modules / name / "package.json").read_text())["version"] != version
            for name, version in locked.items()):
-        pytest.skip(f"reveal.js and MathJax are not in {modules}: run `make slides` first (it installs them from npm)")
+        pytest.skip(f"reveal.js and MathJax are not in {modules}: run `make slides` first "
+                    "(it installs them from npm)")
+    return modules
+
+
+@pytest.mark.browser
+def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
+    """Real reveal.js and MathJax, every request that is not a local file refused."""
+    modules = _real_modules()
     from playwright.sync_api import sync_playwright
 
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    nbformat.write(_lesson(), folder / "01_by_hand.ipynb")
-    deck = site.build("slides", [folder / "01_by_hand.ipynb"], tmp_path / "slides", modules=modules)[0]
-    page_path = site.build("html", [folder / "01_by_hand.ipynb"], tmp_path / "site", modules=modules)[0]
+    nb = _lesson()
+    nb.cells.insert(4, new_markdown_cell("Ask the class: which key wins?"))
+    nb.cells[4].metadata["slideshow"] = {"slide_type": "notes"}
+    nbformat.write(nb, folder / "01_by_hand.ipynb")
+    deck = site.build("slides", [folder / "01_by_hand.ipynb"], tmp_path / "slides",
+                      modules=modules)[0]
+    page_path = site.build("html", [folder / "01_by_hand.ipynb"], tmp_path / "site",
+                           modules=modules)[0]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    typeset = "document.querySelectorAll('mjx-container svg').length >= 2"
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(chromium), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = site._browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
             refused, failed = [], []
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:"))
+            page.route("**/*", lambda r: r.continue_()
+                       if r.request.url.startswith(("file:", "data:"))
                        else (refused.append(r.request.url), r.abort()))
             page.on("requestfailed", lambda r: failed.append(r.url))
             page.goto(deck.as_uri() + "#/1")
             page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
             assert page.evaluate("Reveal.getTotalSlides()") == 4
-            page.wait_for_function("document.querySelectorAll('mjx-container svg').length >= 2", timeout=30_000)
+            # the speaker notes belong to the "## Scores" slide and are not on the slide itself
+            assert "which key wins?" in page.evaluate("Reveal.getSlideNotes(Reveal.getSlide(1, 0))")
+            assert not page.locator("aside.notes").first.is_visible()
+            assert page.evaluate("typeof RevealNotes") == "function"
+            page.wait_for_function(typeset, timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "slides.png"))
             page.goto(page_path.as_uri())
-            page.wait_for_function("document.querySelectorAll('mjx-container svg').length >= 2", timeout=30_000)
+            page.wait_for_function(typeset, timeout=30_000)
             assert page.locator(".attnlab-widget-note").count() == 1
             page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
         finally:
             browser.close()
     assert refused == [] and failed == []
+
+
+@pytest.mark.browser
+def test_the_measure_finds_slides_too_tall_or_too_wide(tmp_path):
+    """The measure's own check: a slide that fits, one too tall, one too wide, in Chromium."""
+    modules = _real_modules()
+    nb = _present([
+        "# Fits\n\nA short slide.",
+        ("print(1)", "1\n", {}),
+        "## Too tall",
+        ("for i in range(60): print(i)", "".join(f"{i}\n" for i in range(60)), {}),
+        "## Too wide",
+        ("wide()", "", {}),
+    ])
+    nb.cells[5].outputs = [new_output("display_data", data={
+        "text/html": '<div style="width: 2000px">a row of 2000 px</div>', "text/plain": "wide"})]
+    path = tmp_path / "09_sizes.ipynb"
+    nbformat.write(nb, path)
+    deck = site.build("slides", [path], tmp_path / "slides", modules=modules)[0]
+    seen, overflowing = site.measure([deck])
+    assert seen == 3
+    assert [(o["deck"], o["h"], o["v"], o["number"], o["heading"]) for o in overflowing] == [
+        ("09_sizes.slides.html", 1, 0, 2, "Too tall"),
+        ("09_sizes.slides.html", 2, 0, 3, "Too wide")]
+    # a wide output scrolls sideways in its own box (JupyterLab's output area): caught inside
+    assert [o["kind"] for o in overflowing] == ["too tall", "scrolls inside"]
+    tall, wide = (o["overflow"] for o in overflowing)
+    assert 60 * 17 - site.SLIDE_SIZE[1] < tall < 60 * 40  # 60 lines of 17 px type, line-height > 1
+    assert 2000 - site.SLIDE_SIZE[0] - 100 < wide < 2000
+    assert "09_sizes.slides.html #/1/0 (slide 2)" in site.format_overflow(overflowing)
+
+
+@pytest.mark.browser
+def test_every_slide_of_every_deck_fits_1280x720(tmp_path):
+    """No slide of the series needs scrolling on a 1280x720 projector (DESIGN.md, "Slides").
+
+    `python -m attnlab.classroom.site measure` prints the same list; screenshots of the slides
+    that do not fit go to test-artifacts/site/overflow/.
+    """
+    modules = _real_modules()
+    stored = [p for p in notebook_paths() if p.exists()]
+    if not stored:
+        pytest.skip("no executed notebooks yet")
+    decks = site.build("slides", stored, tmp_path / "slides", modules=modules)
+    shots = ARTIFACTS / "overflow"
+    shutil.rmtree(shots, ignore_errors=True)
+    seen, overflowing = site.measure(decks, screenshots=shots)
+    assert seen >= 3 * len(decks)
+    assert not overflowing, (
+        f"{len(overflowing)} of {seen} slides need scrolling at "
+        f"{site.SLIDE_SIZE[0]}x{site.SLIDE_SIZE[1]} (deck #/h/v, slide number, overflow, "
+        f"heading; screenshots in {shots}):\n" + site.format_overflow(overflowing))

@@ -12,11 +12,16 @@ import sys
 import time
 from pathlib import Path
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def notebook_paths(names: list[str] | None = None) -> list[Path]:
-    """The paired notebooks in order (by their NN_ prefix); `names` filters by prefix or name."""
+def notebook_stems(names: list[str] | None = None) -> list[str]:
+    """The series' notebook names (NN_name) in order; `names` filters by NN prefix or name.
+
+    Only notebooks/ itself is listed: the student edition in notebooks/student/ is generated
+    from these (`make student`) and is never run, synced or built into slides from here.
+    """
     stems = sorted({p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py")}
                    | {p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")})
     if names:
@@ -25,7 +30,12 @@ def notebook_paths(names: list[str] | None = None) -> list[Path]:
         if unknown:
             raise SystemExit(f"no notebook matches {unknown}; known: {stems}")
         stems = [s for s in stems if any(s.startswith(w) for w in wanted)]
-    return [NOTEBOOK_DIR / f"{s}.ipynb" for s in stems]
+    return stems
+
+
+def notebook_paths(names: list[str] | None = None) -> list[Path]:
+    """The solution edition's .ipynb paths in series order (see `notebook_stems`)."""
+    return [NOTEBOOK_DIR / f"{s}.ipynb" for s in notebook_stems(names)]
 
 
 def _load(ipynb: Path):
@@ -40,21 +50,25 @@ def _load(ipynb: Path):
             nb.metadata = {**old.metadata, **nb.metadata}
     else:
         nb = jupytext.read(ipynb)
-    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
+    nb.metadata.setdefault("kernelspec", KERNELSPEC)
     return nb
 
 
-def execute(ipynb: Path, timeout: int = 600):
-    """Run one notebook top to bottom in a fresh kernel; returns (notebook, seconds, error)."""
+def execute(ipynb: Path, timeout: int = 600, nb=None):
+    """Run one notebook top to bottom in a fresh kernel; returns (notebook, seconds, error).
+
+    `nb` is the notebook to run (default: what `ipynb` and its paired .py hold); the kernel
+    starts in `ipynb`'s folder, as nbval's does, so both see the same working directory.
+    """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    nb = _load(ipynb)
+    nb = _load(ipynb) if nb is None else nb
     # The kernel listens on localhost only; its log level keeps its "running over TCP without
     # encryption" notice out of every line of `make run`, while errors still show.
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(ipynb.parent)}})
+                            resources={"metadata": {"path": str(Path(ipynb).parent)}})
     start = time.perf_counter()
     error = None
     try:
@@ -67,11 +81,25 @@ def execute(ipynb: Path, timeout: int = 600):
     return nb, time.perf_counter() - start, error
 
 
+def report(rows: list[tuple[str, str | None, float]]) -> None:
+    """Print the table of (notebook, error or None, seconds), then each failure's message."""
+    width = max([len(r[0]) for r in rows] + [8])
+    print(f"\n{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
+    for name, error, seconds in rows:
+        print(f"{name:<{width}}  {'ok' if error is None else 'FAILED':<6}  {seconds:7.1f}")
+    for name, error, _ in rows:
+        if error is not None:
+            print(f"\n{name} failed: {error}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnlab.runner", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.runner",
+                                     description=__doc__)
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
-    parser.add_argument("--inplace", action="store_true", help="store the executed outputs in the .ipynb")
-    parser.add_argument("--html", metavar="DIR", help="write each executed notebook as HTML into DIR")
+    parser.add_argument("--inplace", action="store_true",
+                        help="store the executed outputs in the .ipynb")
+    parser.add_argument("--html", metavar="DIR",
+                        help="write each executed notebook as HTML into DIR")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     args = parser.parse_args(argv)
 
@@ -93,13 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         failed += error is not None
         rows.append((ipynb.name, error, seconds))
 
-    width = max([len(r[0]) for r in rows] + [8])
-    print(f"\n{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
-    for name, error, seconds in rows:
-        print(f"{name:<{width}}  {'ok' if error is None else 'FAILED':<6}  {seconds:7.1f}")
-    for name, error, _ in rows:
-        if error is not None:
-            print(f"\n{name} failed: {error}")
+    report(rows)
     if args.html:
         print(f"\nexecuted HTML written to {args.html}/")
     return 1 if failed else 0

@@ -1,0 +1,630 @@
+"""The classroom outputs of the series: `make slides` and `make html`.
+
+`make slides` turns each executed notebook into a reveal.js deck; `make html` turns the series
+into a static site (an index and one page per notebook, plots included) that reads without
+Jupyter. Both are built from the stored, executed .ipynb files (nothing is re-run) and both work
+offline once built: every script and style sheet they load is a file beside them. reveal.js and
+MathJax come from the npm registry, pinned by web/package-lock.json, installed once into
+build/vendor/ and copied next to the pages; a build that would make a page load anything from
+the network fails instead of writing it.
+
+Slides follow the cells' `slideshow` metadata where a cell has it (JupyterLab's property
+inspector or `# %% slideshow={"slide_type": "skip"}` in the .py source set it); every other cell
+gets a slide type by the rule in `assign_slide_types`, so a notebook is presentable without any.
+A slide shows what a class needs to see (`slide_view`): `assert` statements are left out of the
+code, a cell tagged `hide-input` shows its outputs only, and a markdown cell with
+`slide_type: notes` becomes speaker notes (key S). Every slide must fit the configured 1280×720
+without scrolling; `python -m attnlab.classroom.site measure` lists the slides that do not.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+from .runner import NOTEBOOK_DIR, notebook_paths
+from .student import MARKER
+
+REPO = NOTEBOOK_DIR.parent
+WEB = REPO / "web"
+TEMPLATES = WEB / "templates"
+BUILD = REPO / "build"
+STATIC = "_static"  # folder beside the pages that holds the vendored JavaScript
+SLIDE_SIZE = (1280, 720)  # reveal.js's configured slide size (px); a slide must fit it
+
+# What each output copies from node_modules/ (left) to _static/ (right). MathJax's
+# tex-svg-full.js is one file that needs no fonts or other components at run time.
+_REVEAL_FILES = {"reveal.js/dist": "reveal.js/dist",
+                 "reveal.js/plugin/notes": "reveal.js/plugin/notes",
+                 "reveal.js/LICENSE": "reveal.js/LICENSE"}
+_MATHJAX_FILES = {"mathjax/es5/tex-svg-full.js": "mathjax/tex-svg-full.js",
+                  "mathjax/LICENSE": "mathjax/LICENSE"}
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ('<div class="attnlab-widget-note"><p><strong>Interactive widget.</strong> It needs '
+               "a running Python kernel: open this notebook in JupyterLab "
+               "(<code>make lab</code>) and run it to use the widget.</p></div>")
+
+_HEADING = re.compile(r"^\s*(#{1,6})\s+(.*?)\s*#*\s*$")
+_EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
+_CSS_URL = re.compile(r"""(?:@import\s+|url\()\s*['"]?\s*((?:https?:)?//[^'")\s;]+)""",
+                      re.IGNORECASE)
+_JS_IMPORT = re.compile(r"""\bimport\b[^'"]*?['"]((?:https?:)?//[^'"]+)['"]""")
+
+
+# ----------------------------------------------------------------------------- notebooks
+
+def _heading(cell) -> tuple[int, str] | None:
+    """(level, text) of the markdown heading a cell starts with, or None."""
+    if cell.cell_type != "markdown":
+        return None
+    for line in cell.source.splitlines():
+        if line.strip():
+            m = _HEADING.match(line)
+            return (len(m.group(1)), m.group(2)) if m else None
+    return None
+
+
+def assign_slide_types(nb):
+    """A copy of `nb` in which every cell has `slideshow.slide_type`.
+
+    A cell's own `slideshow` metadata always wins. Every other cell gets one by a rule that
+    follows how the notebooks are written (heading, prose, code, result, prose, code, ...):
+    a `#`/`##` heading starts a new slide, a `###` or deeper heading a new vertical subslide,
+    and any cell that follows a code cell starts a subslide, so that each step of the argument
+    (its explanation, its code, its result) gets a screen of its own. Prose after prose and the
+    code that prose introduces continue the current slide.
+
+    Speaker notes and skipped cells are not on the screen, so they do not count as the cell
+    before: the code after a notes cell is placed as if the notes were not there.
+    """
+    nb = copy.deepcopy(nb)
+    previous = None
+    for cell in nb.cells:
+        show = dict(cell.metadata.get("slideshow") or {})
+        if "slide_type" not in show:
+            heading = _heading(cell)
+            if heading is not None:
+                show["slide_type"] = "slide" if heading[0] <= 2 else "subslide"
+            elif previous is not None and previous.cell_type == "code":
+                show["slide_type"] = "subslide"
+            else:
+                show["slide_type"] = "-"
+            cell.metadata["slideshow"] = show
+        if show["slide_type"] not in {"notes", "skip"}:
+            previous = cell
+    return nb
+
+
+HIDE_INPUT = "hide-input"  # the cell tag that shows a cell's outputs on slides, not its code
+_MAGIC = re.compile(r"^(\s*)[%!]")
+
+
+def _blocks(stmt) -> list[list]:
+    """The statement lists nested in a compound statement (bodies, else, finally, handlers)."""
+    blocks = [getattr(stmt, name) for name in ("body", "orelse", "finalbody")
+              if isinstance(getattr(stmt, name, None), list)]
+    blocks += [h.body for h in getattr(stmt, "handlers", [])]
+    blocks += [c.body for c in getattr(stmt, "cases", [])]
+    return [b for b in blocks if b]
+
+
+def _removable(stmt) -> bool:
+    """An assert, or a compound statement that holds nothing but asserts (`for ...: assert`)."""
+    if isinstance(stmt, ast.Assert):
+        return True
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    blocks = _blocks(stmt)
+    return bool(blocks) and all(_removable(s) for block in blocks for s in block)
+
+
+def _assert_lines(stmts: list, lines: list[str], drop: set[int]) -> None:
+    """Add to `drop` the 0-based line numbers of the removable statements among `stmts`.
+
+    A block that would be left empty keeps its asserts (the code shown stays valid Python); a
+    statement that shares a line with a kept one (`x = f(); assert x`) is kept; the comment
+    lines right above a removed statement, at its indentation, go with it.
+    """
+    gone = [_removable(s) for s in stmts]
+    if all(gone):
+        return  # the caller keeps this block whole (or removes its owner)
+    for stmt, removed in zip(stmts, gone):
+        if not removed:
+            for block in _blocks(stmt):
+                _assert_lines(block, lines, drop)
+            continue
+        span = set(range(stmt.lineno - 1, stmt.end_lineno))
+        shared = any(not r and span & set(range(o.lineno - 1, o.end_lineno))
+                     for o, r in zip(stmts, gone))
+        if shared:
+            continue
+        drop |= span
+        above = stmt.lineno - 2
+        indent = " " * stmt.col_offset
+        while above >= 0 and lines[above].startswith(indent + "#"):
+            drop.add(above)
+            above -= 1
+
+
+def strip_asserts(source: str) -> str:
+    """`source` without its `assert` statements (top-level and nested), for a slide.
+
+    The asserts guard what the prose claims; on a projector they are noise. Found with `ast`, so
+    a multi-line assert goes whole and a loop that only asserts goes too. IPython magics are
+    masked for parsing; a source that still does not parse is returned unchanged.
+    """
+    lines = source.split("\n")
+    masked = "\n".join(_MAGIC.sub(r"\1pass  #", line) for line in lines)
+    try:
+        tree = ast.parse(masked)
+    except SyntaxError:
+        return source
+    drop: set[int] = set()
+    if all(_removable(s) for s in tree.body):
+        return ""
+    _assert_lines(tree.body, lines, drop)
+    if not drop:
+        return source
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    text = re.sub(r"\n\s*\n(\s*\n)+", "\n\n", "\n".join(kept))  # one blank line at most
+    return text.strip("\n")
+
+
+def slide_view(nb):
+    """A copy of `nb` showing what belongs on a slide.
+
+    Code cells lose their asserts (`strip_asserts`) and the `### BEGIN/END SOLUTION` marker
+    lines around exercise solutions (the solution itself stays: instructors present the full
+    edition); a code cell tagged `hide-input` (plotting plumbing, long helper calls) shows its
+    outputs only; a code cell left with nothing to show is skipped unless its own metadata
+    places it. Markdown, including speaker notes (`slide_type: notes`, rendered by reveal's
+    notes plugin), is unchanged.
+    """
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        shown = [line for line in cell.source.split("\n") if not MARKER.match(line)]
+        cell.source = strip_asserts("\n".join(shown))
+        if HIDE_INPUT in cell.metadata.get("tags", []) or not cell.source.strip():
+            cell.metadata["transient"] = {**cell.metadata.get("transient", {}),
+                                          "remove_source": True}
+            if not cell.get("outputs"):
+                show = dict(cell.metadata.get("slideshow") or {})
+                show.setdefault("slide_type", "skip")
+                cell.metadata["slideshow"] = show
+    return nb
+
+
+def describe(nb, fallback: str) -> tuple[str, str]:
+    """(title, summary markdown) of a notebook: its first heading and the paragraph after it."""
+    for cell in nb.cells:
+        heading = _heading(cell)
+        if heading is None:
+            continue
+        rest = cell.source.strip().split("\n", 1)[1] if "\n" in cell.source.strip() else ""
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", rest) if p.strip()]
+        summary = next((p for p in paragraphs if not _HEADING.match(p.splitlines()[0])), "")
+        return heading[1], summary
+    return fallback, ""
+
+
+def load_executed(ipynb: Path):
+    """The stored notebook, checked to be executed: a page must show real outputs."""
+    import nbformat
+
+    if not ipynb.exists():
+        raise FileNotFoundError(
+            f"{ipynb} does not exist: execute the notebook first with "
+            f"`make notebooks NB={ipynb.name[:2]}`")
+    nb = nbformat.read(ipynb, as_version=4)
+    unrun = [i for i, c in enumerate(nb.cells, 1)
+             if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
+    if unrun:
+        raise ValueError(
+            f"{ipynb.name} has code cells that were never executed (cells {unrun[:5]}"
+            f"{' ...' if len(unrun) > 5 else ''}); the site shows stored outputs only: "
+            f"run `make notebooks NB={ipynb.name[:2]}` first")
+    # A widget needs a live kernel. Its saved state is dropped and each widget view becomes a
+    # note that says so; the notebooks print a static view computed by the same code before it.
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                output["data"] = {"text/html": WIDGET_NOTE}
+    return nb
+
+
+# ----------------------------------------------------------------------------- offline check
+
+class _ResourceFinder(HTMLParser):
+    """Collects every URL an HTML page loads by itself (scripts, styles, images, frames)."""
+
+    _LOADS = {"script": "src", "img": "src", "iframe": "src", "embed": "src", "source": "src",
+              "audio": "src", "video": "src", "track": "src", "object": "data", "link": "href"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.urls: list[str] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        wanted = self._LOADS.get(tag)
+        if wanted and attrs.get(wanted):
+            rel = (attrs.get("rel") or "").lower()
+            if tag != "link" or not rel or rel not in {"prev", "next", "canonical", "alternate"}:
+                self.urls.append(attrs[wanted])
+        if attrs.get("style"):
+            self.urls += _CSS_URL.findall(attrs["style"])
+        self._in = tag if tag in {"style", "script"} else None
+
+    def handle_endtag(self, tag):
+        self._in = None
+
+    def handle_data(self, data):
+        if self._in == "style":
+            self.urls += _CSS_URL.findall(data)
+        elif self._in == "script":
+            self.urls += _JS_IMPORT.findall(data)
+
+
+def external_resources(page: str) -> list[str]:
+    """The URLs on the network (http, https or protocol-relative) that `page` would load.
+
+    Links a reader may click are not loads and are not listed; scripts, style sheets, CSS
+    imports, images, frames and ES-module imports are.
+    """
+    finder = _ResourceFinder()
+    finder.feed(page)
+    finder.close()
+    return sorted({u for u in finder.urls if _EXTERNAL.match(u)})
+
+
+# ----------------------------------------------------------------------------- vendored JavaScript
+
+def _locked_versions() -> dict[str, str]:
+    lock = json.loads((WEB / "package-lock.json").read_text(encoding="utf-8"))
+    return {name.removeprefix("node_modules/"): meta["version"]
+            for name, meta in lock["packages"].items() if name.startswith("node_modules/")}
+
+
+def vendor(directory: Path | None = None, npm: str = "npm") -> Path:
+    """node_modules holding the locked reveal.js and MathJax, installed with `npm ci` if needed.
+
+    Installed once into build/vendor/ (the npm cache then makes a rebuild work offline too);
+    returns the node_modules folder. Raises RuntimeError, saying what to do, when the packages
+    are missing and npm is absent or fails.
+    """
+    directory = Path(directory) if directory is not None else BUILD / "vendor"
+    modules = directory / "node_modules"
+    wanted = _locked_versions()
+
+    def installed() -> dict[str, str | None]:
+        found = {}
+        for name in wanted:
+            meta = modules / name / "package.json"
+            found[name] = (json.loads(meta.read_text(encoding="utf-8"))["version"]
+                           if meta.exists() else None)
+        return found
+
+    if installed() == wanted:
+        return modules
+    exe = shutil.which(npm)
+    pins = ", ".join(f"{k} {v}" for k, v in wanted.items())
+    if exe is None:
+        raise RuntimeError(
+            f"the slides and the site need {pins} from the npm registry, installed into {modules}, "
+            f"and `{npm}` was not found: install Node.js and npm (Debian: `apt-get install npm`) "
+            f"and run the command again (once; later builds work offline)")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(WEB / name, directory / name)
+    cmd = [exe, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts",
+           "--loglevel=error"]
+    print(f"installing {pins} into {modules} ...", flush=True)
+    done = subprocess.run(cmd, cwd=directory, capture_output=True, text=True)
+    if done.returncode != 0 or installed() != wanted:
+        raise RuntimeError(
+            f"`{' '.join(cmd)}` in {directory} did not install {pins} "
+            f"(exit {done.returncode}): {done.stderr.strip()[-800:]}")
+    return modules
+
+
+def _copy_vendored(modules: Path, out: Path, files: dict[str, str]) -> None:
+    """Copy node_modules/<key> to out/_static/<value> for each entry of `files`."""
+    for rel, dest in files.items():
+        source, target = modules / rel, out / STATIC / dest
+        if not source.exists():
+            raise RuntimeError(f"{source} is missing from the vendored packages: "
+                               f"delete {modules.parent} and rebuild")
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
+# ----------------------------------------------------------------------------- building
+
+def _exporter(kind: str):
+    from nbconvert import HTMLExporter, SlidesExporter
+
+    common = dict(extra_template_basedirs=[str(TEMPLATES)], extra_template_paths=[str(TEMPLATES)],
+                  theme="light", exclude_anchor_links=True)
+    if kind == "slides":
+        # reveal.js lays every slide out at this size and scales it to the screen, so a deck
+        # looks the same on any projector; In/Out prompts would only take width from the code.
+        return SlidesExporter(template_name="attnlab-slides",
+                              reveal_url_prefix=f"{STATIC}/reveal.js", reveal_theme="white",
+                              reveal_transition="slide", reveal_number="c/t",
+                              reveal_width=str(SLIDE_SIZE[0]), reveal_height=str(SLIDE_SIZE[1]),
+                              exclude_input_prompt=True, exclude_output_prompt=True, **common)
+    return HTMLExporter(template_name="attnlab-page", **common)
+
+
+def _write_checked(path: Path, page: str) -> Path:
+    """Write `page` unless it would load something from the network."""
+    remote = external_resources(page)
+    if remote:
+        raise RuntimeError(f"{path.name} would load from the network, so it would not work "
+                           f"offline: {remote}")
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _index_page(title: str, intro: str, rows: list[tuple[str, str, str]]) -> str:
+    """A small self-contained index: rows of (title, href, summary markdown), in series order."""
+    from nbconvert.filters import markdown2html
+
+    body = "\n".join(
+        f'<tr><td class="name"><a href="{html.escape(href)}">{html.escape(name)}</a></td>'
+        f"<td>{markdown2html(summary) if summary else ''}</td></tr>"
+        for name, href, summary in rows)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>{html.escape(title)}</title>
+<script>window.MathJax = {{tex: {{inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
+  processEscapes: true}},
+  options: {{enableMenu: false}}}};</script>
+<script src="{STATIC}/mathjax/tex-svg-full.js" defer></script>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
+       max-width: 960px;
+       margin: 2em auto; padding: 0 1em; color: #1f2933; line-height: 1.5; }}
+table {{ border-collapse: collapse; width: 100%; }}
+td {{ border-top: 1px solid #d0d7de; padding: 0.6em 0.5em; vertical-align: top; }}
+td.name {{ width: 30%; }}
+td p {{ margin: 0; }}
+a {{ color: #0b63ce; }}
+footer {{ margin-top: 2em; color: #616e7c; font-size: 0.9em; }}
+</style>
+</head>
+<body>
+<h1>{html.escape(title)}</h1>
+<p>{intro}</p>
+<table class="attnlab-index">
+{body}
+</table>
+<footer>Built from the stored, executed notebooks; every file this page needs is beside it, so it
+works offline. MathJax (Apache-2.0) and reveal.js (MIT): licences in {STATIC}/.</footer>
+</body>
+</html>
+"""
+
+
+def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
+          modules: Path | None = None) -> list[Path]:
+    """Build `kind` ("html" or "slides") from the executed notebooks `ipynbs` (default: all).
+
+    Writes into `out` (default build/site or build/slides) one page per notebook, the vendored
+    JavaScript under _static/ and an index.html; returns the paths of the pages written. The
+    index and the prev/next links also cover pages of sibling notebooks already in `out`, so
+    rebuilding one notebook (`make slides NB=02`) keeps the others listed.
+    """
+    if kind not in {"html", "slides"}:
+        raise ValueError(f"kind must be 'html' or 'slides', got {kind!r}")
+    out = Path(out) if out is not None else BUILD / ("site" if kind == "html" else "slides")
+    ipynbs = notebook_paths() if ipynbs is None else [Path(p) for p in ipynbs]
+    if not ipynbs:
+        raise ValueError(f"no notebooks found in {NOTEBOOK_DIR}")
+    suffix = ".slides.html" if kind == "slides" else ".html"
+    notebooks = {p: load_executed(p) for p in ipynbs}
+    modules = Path(modules) if modules is not None else vendor()
+
+    import nbformat
+
+    built_before = {q for p in ipynbs for q in p.parent.glob("[0-9][0-9]_*.ipynb")
+                    if q not in notebooks and (out / f"{q.stem}{suffix}").exists()}
+    listed = sorted([*notebooks, *built_before], key=lambda p: p.name)
+    titles = {p: describe(notebooks[p] if p in notebooks else nbformat.read(p, as_version=4),
+                          p.stem)
+              for p in listed}
+
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_vendored(modules, out, {**_MATHJAX_FILES, **(_REVEAL_FILES if kind == "slides" else {})})
+    exporter = _exporter(kind)
+    written = []
+    for path, nb in notebooks.items():
+        i = listed.index(path)
+        neighbours = {"prev": listed[i - 1] if i else None,
+                      "next": listed[i + 1] if i + 1 < len(listed) else None}
+        nav = {side: {"href": f"{q.stem}{suffix}", "title": titles[q][0]}
+               for side, q in neighbours.items() if q}
+        resources = {"metadata": {"name": titles[path][0], "path": str(path.parent)},
+                     "attnlab": {"static": STATIC, "nav": nav}}
+        if kind == "slides":
+            nb = assign_slide_types(slide_view(nb))
+        page, _ = exporter.from_notebook_node(nb, resources=resources)
+        written.append(_write_checked(out / f"{path.stem}{suffix}", page))
+
+    rows = [(titles[p][0], f"{p.stem}{suffix}", titles[p][1]) for p in listed]
+    if kind == "slides":
+        index = _index_page("attnlab: slides", "One reveal.js deck per notebook. Keys: arrows or "
+                            "space to move, <kbd>S</kbd> for speaker notes, <kbd>F</kbd> for full "
+                            "screen, <kbd>Esc</kbd> for the overview.", rows)
+    else:
+        index = _index_page("attnlab: attention, built by hand", "The notebooks of the series with "
+                            "their outputs, readable without Jupyter. To run them and use the "
+                            "widgets, open them in JupyterLab with <code>make lab</code>.", rows)
+    _write_checked(out / "index.html", index)
+    return written
+
+
+# ----------------------------------------------------------------------------- slides in a browser
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; Playwright drives it
+
+# Runs in the deck. reveal.js lays every slide out at the configured size (SLIDE_SIZE) and then
+# scales the whole canvas to the window, so overflow is measured in canvas pixels, where the
+# scale does not enter: the current slide's scrollHeight/scrollWidth (its content, the slide
+# being a top-aligned `section` at the canvas's height) against the configured height/width,
+# and, inside it, any element that scrolls by itself (overflow auto/scroll with more content
+# than box). MathJax and fonts are waited for first: both change heights.
+_MEASURE_JS = """async () => {
+  Reveal.configure({transition: 'none', backgroundTransition: 'none'});
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await document.fonts.ready;
+  const size = Reveal.getComputedSlideSize();
+  const slides = [];
+  const stacks = Reveal.getHorizontalSlides();
+  for (let h = 0; h < stacks.length; h++) {
+    const n = Math.max(1, stacks[h].querySelectorAll(':scope > section').length);
+    for (let v = 0; v < n; v++) {
+      Reveal.slide(h, v);
+      const slide = Reveal.getCurrentSlide();
+      let inner = 0;
+      for (const el of slide.querySelectorAll('*')) {
+        if (el.closest('aside.notes')) continue;
+        const style = getComputedStyle(el);
+        if (/auto|scroll/.test(style.overflowY))
+          inner = Math.max(inner, el.scrollHeight - el.clientHeight);
+        if (/auto|scroll/.test(style.overflowX))
+          inner = Math.max(inner, el.scrollWidth - el.clientWidth);
+      }
+      const heading = slide.querySelector('h1, h2, h3, h4, h5, h6')
+        || slide.querySelector('.jp-RenderedMarkdown') || slide;
+      const text = heading.textContent.replace(/\\s+/g, ' ').trim();
+      slides.push({h: h, v: v, number: slides.length + 1, heading: text.slice(0, 60),
+                   height: slide.scrollHeight - size.height, width: slide.scrollWidth - size.width,
+                   inner: inner});
+    }
+  }
+  return {total: Reveal.getTotalSlides(), size: [size.width, size.height], slides: slides};
+}"""
+
+
+def _browser(playwright):
+    if not CHROMIUM.exists():
+        raise RuntimeError(f"measuring slides needs Chromium at {CHROMIUM}: "
+                           "`apt-get install chromium`")
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=[
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"])
+
+
+def measure(decks: list[Path], viewport: tuple[int, int] = SLIDE_SIZE, tolerance: int = 1,
+            screenshots: Path | None = None) -> tuple[int, list[dict]]:
+    """Open each built deck in Chromium, visit every slide, return (slides seen, overflowing).
+
+    Each overflowing slide is a dict: deck (file name), h and v (reveal.js's indices: the URL
+    is deck#/h/v), number (1-based position in the deck), heading (its first heading, or its
+    first words), overflow: the pixels of the configured canvas that do not fit, the largest
+    of the vertical, horizontal and inner-scroller excesses, and kind: which of the three it is
+    ("too tall", "too wide", "scrolls inside"). Nothing on the page may
+    load from the network; every request that is not a local file is refused. With
+    `screenshots`, a PNG of each overflowing slide is saved there (deck-h-v.png).
+    """
+    from playwright.sync_api import sync_playwright
+
+    seen, overflowing = 0, []
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            page.route("**/*", lambda r: r.continue_()
+                       if r.request.url.startswith(("file:", "data:")) else r.abort())
+            for deck in decks:
+                page.goto(Path(deck).resolve().as_uri())
+                page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+                result = page.evaluate(_MEASURE_JS)
+                if len(result["slides"]) != result["total"]:
+                    raise RuntimeError(f"{Path(deck).name}: visited {len(result['slides'])} "
+                                       f"slides of reveal.js's {result['total']}")
+                seen += result["total"]
+                for slide in result["slides"]:
+                    excess, kind = max((slide["height"], "too tall"), (slide["width"], "too wide"),
+                                       (slide["inner"], "scrolls inside"))
+                    if excess <= tolerance:
+                        continue
+                    overflowing.append({"deck": Path(deck).name, "h": slide["h"],
+                                        "v": slide["v"], "number": slide["number"],
+                                        "heading": slide["heading"], "overflow": excess,
+                                        "kind": kind})
+                    if screenshots is not None:
+                        Path(screenshots).mkdir(parents=True, exist_ok=True)
+                        page.evaluate(f"Reveal.slide({slide['h']}, {slide['v']})")
+                        name = f"{Path(deck).name.split('.')[0]}-{slide['h']}-{slide['v']}.png"
+                        page.screenshot(path=str(Path(screenshots) / name))
+        finally:
+            browser.close()
+    return seen, overflowing
+
+
+def format_overflow(overflowing: list[dict]) -> str:
+    """One line per overflowing slide: deck, #/h/v, number, kind and px, heading."""
+    return "\n".join(f"{o['deck']} #/{o['h']}/{o['v']} (slide {o['number']}): "
+                     f"{o['kind']} by {o['overflow']:.0f} px; {o['heading']!r}"
+                     for o in overflowing)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.site", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", choices=["html", "slides", "measure", "vendor"],
+                        help="html: the static site; slides: reveal.js decks; measure: build the "
+                             "decks and list every slide that does not fit 1280x720 (exit 1 if "
+                             "any); vendor: only install reveal.js and MathJax into build/vendor")
+    parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
+    parser.add_argument("--out", type=Path,
+                        help="output folder (default build/site or build/slides)")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help="measure: save a PNG of each slide that does not fit into DIR")
+    args = parser.parse_args(argv)
+    try:
+        if args.kind == "vendor":
+            print(f"vendored JavaScript in {vendor()}")
+            return 0
+        if args.kind == "measure":
+            decks = build("slides", notebook_paths(args.names), args.out)
+            seen, overflowing = measure(decks, screenshots=args.screenshots)
+            if overflowing:
+                print(format_overflow(overflowing))
+            print(f"{len(overflowing)} of {seen} slides in {len(decks)} "
+                  f"deck{'s' if len(decks) != 1 else ''} do not fit "
+                  f"{SLIDE_SIZE[0]}x{SLIDE_SIZE[1]}")
+            return 1 if overflowing else 0
+        pages = build(args.kind, notebook_paths(args.names), args.out)
+    except (RuntimeError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    index = pages[0].parent / "index.html"
+    noun = "deck" if args.kind == "slides" else "page"
+    print(f"{len(pages)} {noun}{'s' if len(pages) != 1 else ''} written; open {index}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
