@@ -51,7 +51,9 @@ def check_number(name: str, value, *, minimum: float | None = None, maximum: flo
 def check_bool(name: str, value) -> bool:
     """True or False (not 0/1, not a string: `cache="no"` would otherwise mean True)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {_shown(value)} ({type(value).__name__})")
+        raise TypeError(
+            f"{name} must be True or False, got {_shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
@@ -59,7 +61,9 @@ def check_choice(name: str, value, choices: Iterable):
     """One of a fixed set of values (e.g. activation in ("relu", "gelu"))."""
     choices = tuple(choices)
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {_shown(value)}")
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, choices))}, got {_shown(value)}"
+        )
     return value
 
 

@@ -38,7 +38,8 @@ def best_time(fn, repeats: int) -> tuple[float, np.ndarray]:
 
 def profile(images, alpha: float) -> None:
     """Self CPU time of our path by operator, and the convolutions split by kind."""
-    from torch.profiler import ProfilerActivity, profile as torch_profile
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
 
     steps = retrieval._folded(alpha)
     x = retrieval.preprocess(images).contiguous(memory_format=torch.channels_last)
@@ -54,10 +55,13 @@ def profile(images, alpha: float) -> None:
         print(f"  {e.key:<28} {e.self_cpu_time_total / total:6.1%}")
     kinds = {"depthwise 3x3": 0.0, "pointwise 1x1": 0.0, "full 3x3 (stem)": 0.0}
     for e in prof.key_averages(group_by_input_shape=True):
-        if e.key != "aten::mkldnn_convolution" or len(e.input_shapes) < 2 or len(e.input_shapes[1]) != 4:
+        if (e.key != "aten::mkldnn_convolution" or len(e.input_shapes) < 2
+                or len(e.input_shapes[1]) != 4):
             continue
         w = e.input_shapes[1]                          # (C_out, C_in / groups, kh, kw)
-        kind = "pointwise 1x1" if w[2] == 1 else "depthwise 3x3" if w[1] == 1 else "full 3x3 (stem)"
+        kind = ("pointwise 1x1" if w[2] == 1
+                else "depthwise 3x3" if w[1] == 1
+                else "full 3x3 (stem)")
         kinds[kind] += e.self_cpu_time_total
     conv = sum(kinds.values())
     print("convolutions by kind (share of all time):")
@@ -66,15 +70,18 @@ def profile(images, alpha: float) -> None:
     print(f"  {'all convolutions':<28} {conv / total:6.1%}")
     heaviest = max(kinds, key=kinds.get)
     if conv / total > 0.5:
-        print(f"what limits it: the convolution kernels themselves ({conv / total:.0%} of the time, "
+        print("what limits it: the convolution kernels themselves "
+              f"({conv / total:.0%} of the time, "
               f"most of it {heaviest}), not Python or the data around them")
     else:
-        print(f"what limits it: work outside the convolutions ({1 - conv / total:.0%} of the time); "
+        print("what limits it: work outside the convolutions "
+              f"({1 - conv / total:.0%} of the time); "
               "see the operators above")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=512, help="images to embed (default 512)")
     parser.add_argument("--alpha", type=float, default=0.35, choices=retrieval.ALPHAS)
     parser.add_argument("--repeats", type=int, default=3)
@@ -87,14 +94,17 @@ def main() -> None:
     images = x_test[:args.n]
     retrieval.mobilenet_v2(args.alpha)  # build the Keras model once, outside both timings
 
-    t_keras, base = best_time(lambda: retrieval.embed_images_keras(images, args.alpha, batch_size=32), args.repeats)
+    t_keras, base = best_time(
+        lambda: retrieval.embed_images_keras(images, args.alpha, batch_size=32), args.repeats)
     t_ours, ours = best_time(lambda: attnlab.embed_images(images, args.alpha), args.repeats)
     cos = (base * ours).sum(1) / (np.linalg.norm(base, axis=1) * np.linalg.norm(ours, axis=1))
 
     print(f"MobileNetV2 alpha={args.alpha}, {len(images)} Fashion-MNIST test images at 96x96, "
           f"{torch.get_num_threads()} torch thread(s), best of {args.repeats}")
-    print(f"  Keras predict(batch_size=32)  {t_keras:7.3f} s  {1e3 * t_keras / len(images):6.2f} ms/image")
-    print(f"  attnlab.embed_images          {t_ours:7.3f} s  {1e3 * t_ours / len(images):6.2f} ms/image")
+    print(f"  Keras predict(batch_size=32)  {t_keras:7.3f} s  "
+          f"{1e3 * t_keras / len(images):6.2f} ms/image")
+    print(f"  attnlab.embed_images          {t_ours:7.3f} s  "
+          f"{1e3 * t_ours / len(images):6.2f} ms/image")
     print(f"  speed-up {t_keras / t_ours:.2f}x   embedding cosine to Keras: min {cos.min():.6f}, "
           f"max |difference| {np.abs(base - ours).max():.2e}")
     if args.profile:

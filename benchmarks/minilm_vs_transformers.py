@@ -11,11 +11,12 @@ environment, outside the repository. From the repository root, after `make setup
     /tmp/bench-venv/bin/pip install transformers==5.23.0
     PYTHONHASHSEED=0 /tmp/bench-venv/bin/python benchmarks/minilm_vs_transformers.py
 
-(Without the .pth line, install the project into the venv instead: `pip install -r requirements.txt
-transformers==5.23.0 && pip install --no-deps -r requirements-assets.txt && pip install --no-deps -e .`.)
-Options: --threads N [N ...] (default: 1, as the notebooks use, and torch's default for the machine),
---repeats N, --batch-size N, -n N. On a machine shared with other work, compare the CPU-time lines
-too: wall time there also counts other programs' turns on the cores.
+(Without the .pth line, install the project into the venv instead: `pip install -r
+requirements.txt transformers==5.23.0 && pip install --no-deps -r requirements-assets.txt &&
+pip install --no-deps -e .`.)
+Options: --threads N [N ...] (default: 1, as the notebooks use, and torch's default for the
+machine), --repeats N, --batch-size N, -n N. On a machine shared with other work, compare the
+CPU-time lines too: wall time there also counts other programs' turns on the cores.
 
 What is compared: both sides tokenize with the same BERT WordPiece vocabulary, run batches of 32
 sentences grouped by length (as sentence-transformers does), mean-pool over the attention mask and
@@ -38,15 +39,17 @@ import torch
 def sentences(n: int = 400, seed: int = 0) -> list[str]:
     """n short English sentences (4 to 16 words), reproducible."""
     rng = random.Random(seed)
-    subjects = ["the movie", "this film", "the plot", "the lead actor", "my sister", "the soundtrack",
-                "our neighbour", "the old dog", "a small cafe", "the new phone", "the train", "dinner"]
+    subjects = ["the movie", "this film", "the plot", "the lead actor", "my sister",
+                "the soundtrack", "our neighbour", "the old dog", "a small cafe", "the new phone",
+                "the train", "dinner"]
     verbs = ["was", "felt", "seemed", "turned out", "looked", "sounded"]
     adjectives = ["wonderful", "dreadful", "surprisingly good", "a bit long", "quite boring",
                   "far too loud", "charming", "forgettable", "brilliant", "late again", "cold"]
-    tails = ["", " today", " last night", " to be honest", " in the end", " after all that waiting",
-             " despite the rain", " and everyone agreed", ", sadly", " for the price"]
-    return [f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(adjectives)}{rng.choice(tails)}."
-            .capitalize() for _ in range(n)]
+    tails = ["", " today", " last night", " to be honest", " in the end",
+             " after all that waiting", " despite the rain", " and everyone agreed", ", sadly",
+             " for the price"]
+    return [f"{rng.choice(subjects)} {rng.choice(verbs)} "
+            f"{rng.choice(adjectives)}{rng.choice(tails)}.".capitalize() for _ in range(n)]
 
 
 def hf_encoder(folder: Path, attn_implementation: str, batch_size: int):
@@ -59,13 +62,14 @@ def hf_encoder(folder: Path, attn_implementation: str, batch_size: int):
 
     @torch.inference_mode()
     def encode(texts: list[str]) -> torch.Tensor:
-        lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=256)["input_ids"]]
+        ids_per_text = tokenizer(texts, truncation=True, max_length=256)["input_ids"]
+        lengths = [len(ids) for ids in ids_per_text]
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         out = torch.empty(len(texts), model.config.hidden_size)
         for start in range(0, len(order), batch_size):
             idx = order[start: start + batch_size]
-            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=256,
-                              return_tensors="pt")
+            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                              max_length=256, return_tensors="pt")
             hidden = model(**batch).last_hidden_state  # (b, T, d)
             keep = batch["attention_mask"].unsqueeze(-1).float()  # (b, T, 1)
             mean = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1e-9)
@@ -85,9 +89,10 @@ def timed(fn, *args):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=sorted({1, torch.get_num_threads()}),
-                        help="torch thread counts to measure (default: 1, as the notebooks use, and "
-                             "torch's default for this machine)")
+    parser.add_argument("--threads", type=int, nargs="+",
+                        default=sorted({1, torch.get_num_threads()}),
+                        help="torch thread counts to measure (default: 1, as the notebooks use, "
+                             "and torch's default for this machine)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("-n", type=int, default=400, help="number of sentences")
@@ -96,8 +101,8 @@ def main(argv=None) -> int:
     try:
         import transformers
     except ImportError:
-        print("transformers is not installed in this environment; see this file's docstring for the "
-              "separate benchmark venv.", file=sys.stderr)
+        print("transformers is not installed in this environment; "
+              "see this file's docstring for the separate benchmark venv.", file=sys.stderr)
         return 2
     import attnlab
     from attnlab.minilm import model_files
@@ -114,8 +119,8 @@ def main(argv=None) -> int:
     }
     print(f"{args.n} sentences, batch {args.batch_size}, torch {torch.__version__}, transformers "
           f"{transformers.__version__}, {args.repeats} interleaved repeats (best and median shown)")
-    print(f"load (files -> ready model, imports done): attnlab {load_ours:.3f} s (sha256 checks included), "
-          f"transformers {load_hf:.3f} s")
+    print(f"load (files -> ready model, imports done): attnlab {load_ours:.3f} s "
+          f"(sha256 checks included), transformers {load_hf:.3f} s")
     ours_name = "attnlab.load_minilm"
     for threads in args.threads:
         torch.set_num_threads(threads)
@@ -132,7 +137,8 @@ def main(argv=None) -> int:
         print(f"\n{threads} torch thread(s):")
         for name in candidates:
             diff = (vectors[name] - vectors[ours_name]).abs().max().item()
-            print(f"  {name:21s} wall best {min(wall[name]):.3f} s median {statistics.median(wall[name]):.3f} s | "
+            print(f"  {name:21s} wall best {min(wall[name]):.3f} s "
+                  f"median {statistics.median(wall[name]):.3f} s | "
                   f"CPU best {min(cpu[name]):.3f} s median {statistics.median(cpu[name]):.3f} s | "
                   f"{args.n / min(wall[name]):.0f} sentences/s | max |diff| vs attnlab {diff:.1e}")
         for clock, table in (("wall", wall), ("CPU", cpu)):
@@ -140,8 +146,8 @@ def main(argv=None) -> int:
                       for name in candidates if name != ours_name]
             print(f"  ratio attnlab / transformers, best {clock} time: " + ", ".join(ratios))
         ratio = min(wall[ours_name]) / min(wall["transformers (sdpa)"])
-        print(f"  goal ratio <= 1.0 against transformers' default (sdpa), best wall time: {ratio:.3f} -> "
-              f"{'met' if ratio <= 1.0 else 'NOT met'}")
+        print("  goal ratio <= 1.0 against transformers' default (sdpa), best wall time: "
+              f"{ratio:.3f} -> {'met' if ratio <= 1.0 else 'NOT met'}")
     return 0
 
 

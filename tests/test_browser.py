@@ -89,10 +89,12 @@ class Lab:
             path = home / "settings" / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values), encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's own inline backend
+        # the kernel's own inline backend
+        env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
         env.update({"PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch",
                "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUPYTER_PLATFORM_DIRS": "1",
-               "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+               "JUPYTER_CONFIG_DIR": str(home / "config"),
+               "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
                "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
                "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")})
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
@@ -104,8 +106,9 @@ class Lab:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI and containers run as root; the server is local-only
         self._log = open(log, "w", encoding="utf-8")
-        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
         try:
             self._wait_ready()
         except BaseException:
@@ -123,16 +126,19 @@ class Lab:
         deadline = time.monotonic() + SERVER_START
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
             with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
                 if self.api("GET", "/api/status", timeout=5) is not None:
                     return
             time.sleep(0.5)
-        raise TimeoutError(f"JupyterLab did not answer on {self.url} within {SERVER_START} s:\n{self.log_tail()}")
+        raise TimeoutError(f"JupyterLab did not answer on {self.url} within {SERVER_START} s:\n"
+                           f"{self.log_tail()}")
 
     def log_tail(self, lines: int = 40) -> str:
         self._log.flush()
-        return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
 
     def stop(self):
         """Shut the kernels down, then the server; kill its process group if it hangs."""
@@ -173,7 +179,8 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                              headless=True)
         try:
             yield chromium
         finally:
@@ -221,7 +228,8 @@ def evidence(page, lab, name: str):
 _FIND_PANEL = """(path) => {
   const app = window.jupyterapp;
   if (!app || !app.shell) return null;
-  return Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path) || null;
+  return Array.from(app.shell.widgets('main'))
+    .find(w => w.context && w.context.path === path) || null;
 }"""
 
 _KERNEL_IDLE = f"""(path) => {{
@@ -249,18 +257,21 @@ def open_and_run(page, lab, name: str):
         page.wait_for_function(_KERNEL_IDLE, arg=name, timeout=KERNEL_READY * 1000)
     except PlaywrightTimeout:
         dialogs = " | ".join(page.locator(".jp-Dialog").all_inner_texts())
-        raise AssertionError(f"{name}: no idle kernel within {KERNEL_READY} s"
-                             + (f"; JupyterLab shows a dialog: {dialogs}" if dialogs else "")) from None
+        raise AssertionError(
+            f"{name}: no idle kernel within {KERNEL_READY} s"
+            + (f"; JupyterLab shows a dialog: {dialogs}" if dialogs else "")) from None
     page.evaluate(_START_RUN_ALL, name)
     try:
         page.wait_for_function("window.__attnlabRunAll !== undefined", timeout=RUN_ALL * 1000)
     except PlaywrightTimeout:
         running = page.locator(".jp-CodeCell .jp-InputPrompt", has_text="[*]")
         where = running.first.locator("xpath=../..").inner_text()[:300] if running.count() else "?"
-        raise AssertionError(f"{name}: run all cells did not finish within {RUN_ALL} s; still running: {where}") from None
+        raise AssertionError(f"{name}: run all cells did not finish within {RUN_ALL} s; "
+                             f"still running: {where}") from None
     result = page.evaluate("window.__attnlabRunAll")
     stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    assert result == "ok", f"running all cells of {name}: {result}\n" + "\n".join(stderr.all_inner_texts())[-3000:]
+    assert result == "ok", (f"running all cells of {name}: {result}\n"
+                            + "\n".join(stderr.all_inner_texts())[-3000:])
 
 
 def drag_slider(page, slider, pixels: float = 60):
@@ -298,7 +309,8 @@ def test_playground_slider_moves_the_weights(page, lab):
 
         page.wait_for_function(
             """([selector, before]) => {
-                 const now = Array.from(document.querySelectorAll(selector)).map(e => e.textContent.trim());
+                 const now = Array.from(document.querySelectorAll(selector))
+                   .map(e => e.textContent.trim());
                  return now.length === before.length && now.some((t, i) => t !== before[i]);
                }""",
             arg=[".attnlab-playground .attnlab-playground-weights .attnlab-weight-value", before],
@@ -355,6 +367,7 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
         expect(echo).to_have_text(markup, timeout=WIDGET_UPDATE * 1000)  # the characters, as text
         assert echo.locator("b, script").count() == 0
         assert result.locator("script").count() == 0
-        assert page.locator("b", has_text=re.compile(r"^\s*x\s*$")).count() == 0, "<b>x</b> became bold text"
+        bold_x = page.locator("b", has_text=re.compile(r"^\s*x\s*$"))
+        assert bold_x.count() == 0, "<b>x</b> became bold text"
         app.screenshot(path=str(ARTIFACTS / "06-sentiment-html-as-text.png"))
     assert not page.blocked, f"the page tried to reach the network: {page.blocked}"

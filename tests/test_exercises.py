@@ -10,7 +10,8 @@ from attnlab.exercises import call_safely, check_function, check_number, check_p
 
 
 def reference(q, k, v):
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (..., T_q, T_k)
+    # (..., T_q, T_k)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
     return weights @ v
 
 
@@ -71,7 +72,8 @@ def test_call_safely_restores_the_alarm_after_a_time_out():
 
 @pytest.mark.parametrize("guess, expected_mark", [
     ([0.4, 0.25, 0.35], "✓"), ([0.9, 0.05, 0.05], "✗"), (..., "○"), (None, "○"),
-    ("0.4", "✗"), ([0.4, 0.25], "✗"), ([0.4, float("nan"), 0.35], "✗"), (np.array([0.4, 0.25, 0.35]), "✓"),
+    ("0.4", "✗"), ([0.4, 0.25], "✗"), ([0.4, float("nan"), 0.35], "✗"),
+    (np.array([0.4, 0.25, 0.35]), "✓"),
     (torch.tensor([0.4, 0.25, 0.35]), "✓"), (0.4, "✗"),
 ])
 def test_check_prediction(capsys, guess, expected_mark):
@@ -88,8 +90,8 @@ def test_check_prediction(capsys, guess, expected_mark):
     (..., "○"), ([2.0], "✗"),
 ])
 def test_check_number(capsys, answer, expected_mark):
-    got = check_number(answer, lambda t: 1.5 < t < 2.5, name="temperature", expected="between 1.5 and 2.5",
-                       hint="try larger", reference=2.0)
+    got = check_number(answer, lambda t: 1.5 < t < 2.5, name="temperature",
+                       expected="between 1.5 and 2.5", hint="try larger", reference=2.0)
     sign, line = mark(capsys)
     assert sign == expected_mark, line
     if expected_mark != "✓":

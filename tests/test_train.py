@@ -21,7 +21,8 @@ def test_the_recipe_is_what_training_uses_and_it_reaches_notebook_03s_accuracy(r
     assert h["epoch"] == list(range(1, RECIPE["epochs"] + 1))
     assert all(len(v) == RECIPE["epochs"] for v in h.values())
     assert recipe_model.test_accuracy >= 0.95
-    assert (len(recipe_model.train), len(recipe_model.test)) == (RECIPE["n_train"], RECIPE["n_test"])
+    assert (len(recipe_model.train), len(recipe_model.test)) == (
+        RECIPE["n_train"], RECIPE["n_test"])
     block = model.blocks[0]
     assert (block.attn.d_model, block.attn.n_heads) == (RECIPE["d_model"], RECIPE["n_heads"])
     assert not recipe_model.model.training

@@ -135,13 +135,15 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
                     problem = (f"your function should return a tuple of {len(expected)} tensors, "
                                f"got {_kind(got)}")
                 else:
-                    problem = next((p for g, e, part in zip(got, expected, ("first", "second", "third"))
+                    parts = zip(got, expected, ("first", "second", "third"))
+                    problem = next((p for g, e, part in parts
                                     if (p := tensor_problem(g, e, name=f"the {part} result",
                                                             atol=atol, rtol=rtol))), None)
             else:
                 problem = tensor_problem(got, expected, atol=atol, rtol=rtol)
         if problem is not None:
-            shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else _kind(a) for a in args)
+            shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else _kind(a)
+                               for a in args)
             say(WRONG, f"{name}: on inputs of shapes {shapes}, {problem}.", hint)
             return reference
     say(RIGHT, f"{name}: matches attnlab's version on {len(inputs)} random inputs.")
@@ -158,16 +160,21 @@ def check_prediction(guess, measured, *, name: str, tolerance: float, digits: in
     right, else the measured value.
     """
     many = isinstance(measured, (Sequence, np.ndarray, torch.Tensor))
-    measured_list = [float(m) for m in (measured.tolist() if hasattr(measured, "tolist") else measured)] \
-        if many else [float(measured)]
+    if many:
+        values = measured.tolist() if hasattr(measured, "tolist") else measured
+        measured_list = [float(m) for m in values]
+    else:
+        measured_list = [float(measured)]
     if untouched(guess):
-        say(TODO, f"{name}: no prediction yet; write your guess in the cell above before running.")
+        say(TODO, f"{name}: no prediction yet; "
+                  "write your guess in the cell above before running.")
         return measured
     if many:
         if isinstance(guess, torch.Tensor) or isinstance(guess, np.ndarray):
             guess = guess.tolist()
         if isinstance(guess, (str, bytes)) or not isinstance(guess, Sequence):
-            say(WRONG, f"{name}: expected a list of {len(measured_list)} numbers, got {_kind(guess)}.",
+            say(WRONG,
+                f"{name}: expected a list of {len(measured_list)} numbers, got {_kind(guess)}.",
                 "write e.g. [0.1, 0.2, 0.7].")
             return measured
         if len(guess) != len(measured_list):
@@ -191,10 +198,12 @@ def check_prediction(guess, measured, *, name: str, tolerance: float, digits: in
     shown_measured = ", ".join(fmt(m, digits, guard=False) for m in measured_list)
     off = max(abs(g - m) for g, m in zip(guesses, measured_list))
     if off <= tolerance:
-        say(RIGHT, f"{name}: you predicted {shown_guess}; measured {shown_measured}. {lesson}".rstrip())
+        say(RIGHT,
+            f"{name}: you predicted {shown_guess}; measured {shown_measured}. {lesson}".rstrip())
         return guess
     say(WRONG, f"{name}: you predicted {shown_guess}; measured {shown_measured} "
-               f"(more than {tolerance:g} apart).", lesson or "compare with the measurement and see why.")
+               f"(more than {tolerance:g} apart).",
+        lesson or "compare with the measurement and see why.")
     return measured
 
 
