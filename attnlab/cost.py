@@ -1,7 +1,7 @@
 """What attention costs, measured: time, peak memory, FLOPs, and the paths a signal travels.
 
-Notebook 07 turns the usual "attention vs recurrence" table into measurements on this machine.
-Everything a notebook needs to measure lives here, written so the numbers are trustworthy:
+Notebook 08 turns the usual "attention vs recurrence" table into measurements on this machine.
+Everything it needs to measure lives here, written so the numbers are trustworthy:
 
 - `measure_times`: median time (wall clock, or the thread's CPU clock that a shared machine's
   other work does not inflate) after a warm-up, interleaving every case in each round, so a
@@ -13,9 +13,13 @@ Everything a notebook needs to measure lives here, written so the numbers are tr
   by PyTorch's FlopCounterMode and written out as formulas;
 - `loglog_slope` (shared with notebook 02): the exponent p of y ~ x^p on log-log axes, which
   tells T² from T whatever the machine's speed;
-- `dependency_depth`, `first_token_gradient`, `order_sensitivity`: the path from the first
-  token to the last output (in dependent operations and in gradient), and whether a layer can
-  see word order at all.
+- `dependency_depth`, `first_token_gradient`: the path from the first token to the last
+  output, in dependent operations and in gradient; `with_forget_bias`: an LSTM whose forget
+  gates start nearer 1 (its gradient then fades more slowly);
+- `sci`: a measured number in scientific notation, guarded like `attnlab.report.fmt`.
+
+The KV cache and the online softmax, which the same notebook measures with these tools, are
+concepts of their own: `attnlab.kv_cache`, `attnlab.online_softmax`.
 """
 from __future__ import annotations
 
@@ -31,17 +35,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from .checks import check_choice, check_int, check_number
+from .report import fmt
 from .scaling import loglog_slope  # noqa: F401  (one fit for the series; re-exported here)
 
 # The profiler's tracing library (Kineto) logs "profiler_start/stop" lines on stderr at its
 # default level; 6 keeps it quiet (a user's own setting wins). Read when the profiler first runs.
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 def measure_times(thunks: Mapping, *, repeats: int = 5, warmup: int = 1,
@@ -64,16 +64,15 @@ def measure_times(thunks: Mapping, *, repeats: int = 5, warmup: int = 1,
     Inputs should be built outside the callables: only the call itself is timed.
     """
     if not isinstance(thunks, Mapping) or not thunks:
-        raise TypeError(f"thunks must be a non-empty mapping of key -> callable, got {type(thunks).__name__}")
+        raise TypeError(f"thunks must be a non-empty mapping of key -> callable, "
+                        f"got {type(thunks).__name__}")
     for key, fn in thunks.items():
         if not callable(fn):
             raise TypeError(f"thunks[{key!r}] must be callable, got {type(fn).__name__}")
-    _positive_int("repeats", repeats)
-    _positive_int("warmup", warmup, minimum=0)
-    if not (isinstance(min_sample_s, (int, float)) and 0 <= min_sample_s < 10):
-        raise ValueError(f"min_sample_s must be a number of seconds in [0, 10), got {min_sample_s!r}")
-    if clock not in ("wall", "thread"):
-        raise ValueError(f"clock must be 'wall' or 'thread', got {clock!r}")
+    check_int("repeats", repeats, minimum=1)
+    check_int("warmup", warmup, minimum=0)
+    check_number("min_sample_s", min_sample_s, minimum=0, maximum=10, exclusive_maximum=True)
+    check_choice("clock", clock, ("wall", "thread"))
     if clock == "thread" and torch.get_num_threads() != 1:
         raise ValueError(f"clock='thread' times only the calling thread, but torch uses "
                          f"{torch.get_num_threads()} threads; call torch.set_num_threads(1) first")
@@ -163,8 +162,8 @@ def attention_flops(t_q: int, t_k: int, d_k: int, d_v: int | None = None, batch:
     is 16× this count, exactly. `batch` multiplies (batch × heads).
     """
     for name, value in (("t_q", t_q), ("t_k", t_k), ("d_k", d_k), ("batch", batch)):
-        _positive_int(name, value)
-    d_v = d_k if d_v is None else _positive_int("d_v", d_v)
+        check_int(name, value, minimum=1)
+    d_v = d_k if d_v is None else check_int("d_v", d_v, minimum=1)
     return 2 * batch * t_q * t_k * (d_k + d_v)
 
 
@@ -176,10 +175,9 @@ def layer_flops(kind: str, seq_len: int, d_model: int, batch: int = 1) -> int:
     "lstm" (one LSTM layer, hidden size d): per step, four gates from input and hidden state,
     2·(d + d)·4d  ->  16·T·d². Linear in T, but the T steps must run one after another.
     """
-    if kind not in ("attention", "lstm"):
-        raise ValueError(f"kind must be 'attention' or 'lstm', got {kind!r}")
-    T, d = _positive_int("seq_len", seq_len), _positive_int("d_model", d_model)
-    _positive_int("batch", batch)
+    check_choice("kind", kind, ("attention", "lstm"))
+    T, d = check_int("seq_len", seq_len, minimum=1), check_int("d_model", d_model, minimum=1)
+    check_int("batch", batch, minimum=1)
     if kind == "attention":
         return batch * (8 * T * d * d + 4 * T * T * d)
     return batch * 16 * T * d * d
@@ -219,10 +217,11 @@ def dependency_depth(layer: nn.Module, seq_len: int, d_model: int) -> int:
     in one product) makes short paths that no number actually travels; the longest chain from
     the first token follows the recurrence, which every number from that token must travel.
     """
-    T, d = _positive_int("seq_len", seq_len), _positive_int("d_model", d_model)
+    T, d = check_int("seq_len", seq_len, minimum=1), check_int("d_model", d_model, minimum=1)
     layer = _float64_copy(layer)
     gen = torch.Generator().manual_seed(0)
-    tokens = [torch.randn(1, d, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(T)]
+    tokens = [torch.randn(1, d, generator=gen, dtype=torch.float64, requires_grad=True)
+              for _ in range(T)]
     x = torch.stack(tokens, dim=1)  # (1, T, d)
     root = _last_output(layer, x).grad_fn
     first = id(tokens[0])
@@ -258,12 +257,13 @@ def first_token_gradient(layer: nn.Module, distances: Sequence[int], d_model: in
     first token n positions away is what training can use to learn a dependency that long.
     The layer is copied to float64 (the original is untouched) so small values do not underflow.
     """
-    d = _positive_int("d_model", d_model)
-    _positive_int("n_samples", n_samples)
+    d = check_int("d_model", d_model, minimum=1)
+    check_int("n_samples", n_samples, minimum=1)
     if not isinstance(distances, Sequence) or not distances:
-        raise ValueError(f"distances must be a non-empty sequence of positive integers, got {distances!r}")
+        raise ValueError(f"distances must be a non-empty sequence of positive integers, "
+                         f"got {distances!r}")
     for n in distances:
-        _positive_int("each distance", n)
+        check_int("each distance", n, minimum=1)
     layer = _float64_copy(layer)
     gen = torch.Generator().manual_seed(seed)
     norms = []
@@ -275,23 +275,42 @@ def first_token_gradient(layer: nn.Module, distances: Sequence[int], d_model: in
     return np.array(norms)
 
 
-def order_sensitivity(layer: nn.Module, x: torch.Tensor, perm: torch.Tensor) -> float:
-    """‖f(x[:, perm]) − f(x)[:, perm]‖ / ‖f(x)‖: 0 when shuffling the tokens only shuffles the
-    outputs (the layer cannot see order, as self-attention without positions), large when the
-    output depends on where each token stands (recurrence, or positions added)."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"x must be a (B, T, d) tensor, got {type(x).__name__} {getattr(x, 'shape', '')}")
-    if not isinstance(perm, torch.Tensor) or sorted(perm.tolist()) != list(range(x.shape[1])):
-        raise ValueError(f"perm must be a permutation of range({x.shape[1]}) as a tensor, got {perm!r}")
+def with_forget_bias(lstm: nn.LSTM, bias: float) -> nn.LSTM:
+    """A copy of a one-layer `lstm` whose forget gates start at about sigmoid(bias).
 
-    def run(inp):
-        out = layer(inp)
-        return out[0] if isinstance(out, tuple) else out  # (B, T, d_out)
-
+    The forget gate f (between 0 and 1) sets how much of the LSTM's memory survives a step:
+    c_t = f_t · c_(t-1) + (new input). PyTorch draws every bias from U(-1/√h, 1/√h), so an
+    untrained LSTM starts with f ≈ sigmoid(0) = 0.5 and forgets half its memory at each step. A
+    forget-gate bias of 1 (Gers et al. 2000; Jozefowicz et al. 2015) or more makes it keep most
+    of it. PyTorch stacks the gates as (input, forget, cell, output), so the forget gate's biases
+    are rows h..2h of bias_ih_l0 and bias_hh_l0: the first becomes `bias`, the second 0.
+    """
+    if not isinstance(lstm, nn.LSTM):
+        raise TypeError(f"lstm must be a torch.nn.LSTM, got {type(lstm).__name__}")
+    if lstm.num_layers != 1 or lstm.bidirectional or not lstm.bias:
+        raise ValueError("lstm must be a one-layer, one-direction nn.LSTM with biases")
+    bias = check_number("bias", bias)
+    copied, h = copy.deepcopy(lstm), lstm.hidden_size
     with torch.no_grad():
-        y = run(x)
-        shuffled = run(x[:, perm])
-    return float((shuffled - y[:, perm]).norm() / y.norm())
+        copied.bias_ih_l0[h:2 * h] = bias
+        copied.bias_hh_l0[h:2 * h] = 0.0
+    return copied
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """`value` in scientific notation with `digits` decimals in the mantissa (5.1e-57).
+
+    The mantissa goes through `attnlab.report.fmt`, so while the notebooks are recorded a value
+    next to a rounding edge of its last printed digit is refused, as fmt refuses it.
+    """
+    value = float(value)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:.{digits}e}"
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = value / 10.0 ** exponent
+    if abs(float(fmt(mantissa, digits, guard=False))) >= 10:  # 9.96 -> 10.0: one more power of ten
+        exponent, mantissa = exponent + 1, mantissa / 10
+    return f"{fmt(mantissa, digits)}e{exponent:+03d}"
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
