@@ -15,7 +15,13 @@ ifneq ($(wildcard ../shared/assets),)
 export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
 endif
 
-.PHONY: setup run test lab notebooks sync fetch doctor slides html clean lock
+# Strict nbval over both editions: the stored outputs must come back. Two workers (the CI
+# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker.
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
+
+.PHONY: setup run test test-portable lint lab notebooks student sync fetch doctor slides html clean lock
 
 setup: $(STAMP)
 
@@ -28,21 +34,29 @@ $(STAMP): requirements.txt requirements-assets.txt pyproject.toml
 	touch $@
 
 run: setup          ## execute every notebook in order (fresh kernel each), HTML into build/
-	$(BIN)/python -m attnlab.runner --html build $(NB)
+	$(BIN)/python -m attnlab.classroom.runner --html build $(NB)
 
-test: setup         ## unit tests + strict nbval of every notebook
-	$(BIN)/python -m pytest tests --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/sanitize.cfg notebooks/*.ipynb
+test: lint          ## ruff, then unit tests + strict nbval of every notebook, both editions
+	$(PYTEST) tests $(NBVAL) $(EDITIONS)
+
+test-portable: setup  ## strict nbval again on PyTorch's portable kernels: the outputs must not depend on the CPU
+	ATEN_CPU_CAPABILITY=default $(PYTEST) $(NBVAL) $(EDITIONS)
+
+lint: setup         ## ruff over the package, the tests, the benchmarks and the notebook sources
+	$(BIN)/ruff check .
 
 notebooks: setup    ## re-execute notebooks in place to refresh stored outputs (NB=03 for one)
-	$(BIN)/python -m attnlab.runner --inplace $(NB)
+	ATTNLAB_RECORDING=1 $(BIN)/python -m attnlab.classroom.runner --inplace $(NB)
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.ipynb
+
+student: setup      ## the student edition: notebooks/student/ without solutions, executed (NB=03 for one)
+	ATTNLAB_RECORDING=1 $(BIN)/python -m attnlab.classroom.student $(NB)
 
 sync: setup         ## bring each .ipynb/.py pair back in sync after editing either side
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
 
-lab: setup          ## open the series in JupyterLab
-	$(BIN)/jupyter lab notebooks/01_attention_by_hand.ipynb
+lab: setup          ## open the student edition in JupyterLab (instructors present notebooks/, the full one)
+	$(BIN)/jupyter lab notebooks/student/01_attention_by_hand.ipynb
 
 fetch: setup        ## download and verify every asset (before class)
 	$(BIN)/python -m attnlab fetch
@@ -51,10 +65,10 @@ doctor: setup       ## one line per asset: present and verified?
 	$(BIN)/python -m attnlab doctor
 
 slides: setup       ## one reveal.js deck per notebook into build/slides/ (NB=02 for one); works offline once built
-	$(BIN)/python -m attnlab.site slides $(NB)
+	$(BIN)/python -m attnlab.classroom.site slides $(NB)
 
 html: setup         ## the executed notebooks as a static site in build/site/ (open build/site/index.html)
-	$(BIN)/python -m attnlab.site html $(NB)
+	$(BIN)/python -m attnlab.classroom.site html $(NB)
 
 clean:
 	rm -rf build test-artifacts
