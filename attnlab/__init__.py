@@ -10,8 +10,10 @@ from .attention import (
     EncoderBlock,
     MultiHeadAttention,
     PositionalEncoding,
+    causal_mask,
     scaled_dot_product_attention,
 )
+from .decoder import DecoderBlock
 from .repro import seed_everything
 
 __version__ = "0.1.0"
@@ -27,7 +29,7 @@ _LAZY = {
 
 __all__ = [
     "scaled_dot_product_attention", "MultiHeadAttention", "EncoderBlock", "PositionalEncoding",
-    "seed_everything", *_LAZY,
+    "causal_mask", "DecoderBlock", "seed_everything", *_LAZY,
 ]
 
 
