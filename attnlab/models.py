@@ -17,6 +17,7 @@ from .attention import EncoderBlock, PositionalEncoding
 from .checks import check_choice, check_int, check_tensor
 
 POSITIONS = ("learned", "sinusoidal", "none")
+LEARNED_POSITION_STD = 0.02  # the std at which PositionalEncoding("learned") draws its table
 
 
 @contextmanager
@@ -39,12 +40,20 @@ class TinyTransformer(nn.Module):
     permutation-equivariant and the pooled output is a function of the bag of tokens only —
     notebook 04 measures what that costs. `pad_id` tokens are never attended to and are left out
     of the mean pooling, so padding cannot change a prediction.
+
+    `dtype=torch.float64` gives a model whose training comes out the same on any CPU, which is
+    what notebooks 03 and 04 print from: its initial weights are drawn in float64 (same
+    distributions), because torch's float32 `normal_`/`uniform_` kernels differ in the last bit
+    between CPUs while float64 `rand`/`randn` do not; float64 arithmetic then keeps each step's
+    differences near 1e-16. Float32 trajectories of notebook 04's order task, started one ulp
+    apart, end several test reviews apart. The cost: 1.3-1.5x the time of float32 (measured).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 64,
                  n_layers: int = 1, n_classes: int = 2, positions: str = "learned",
-                 max_len: int = 64, pad_id: int = 0):
+                 max_len: int = 64, pad_id: int = 0, dtype: torch.dtype = torch.float32):
         super().__init__()
+        check_choice("dtype", dtype, (torch.float32, torch.float64))
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
                             ("n_layers", n_layers), ("n_classes", n_classes), ("max_len", max_len)):
             check_int(name, value, minimum=1)
@@ -63,6 +72,29 @@ class TinyTransformer(nn.Module):
                     else PositionalEncoding(d_model, max_len, kind=positions))
         self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff) for _ in range(n_layers))
         self.head = nn.Linear(d_model, n_classes)
+        if dtype == torch.float64:
+            self._draw_in_float64()
+
+    @torch.no_grad()
+    def _draw_in_float64(self) -> None:
+        """Redraw every weight in float64 from the global generator, with the float32 init's
+        distributions, and make the model float64: the same numbers on every CPU."""
+        def draw(p, std=None, bound=None):  # N(0, std²) or U(-bound, bound)
+            r = (torch.randn(p.shape, dtype=torch.float64) * std if std is not None
+                 else (torch.rand(p.shape, dtype=torch.float64) * 2 - 1) * bound)
+            return nn.Parameter(r, requires_grad=p.requires_grad)
+
+        self.to(torch.float64)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):  # nn.Linear's default: U(±1/sqrt(fan_in))
+                bound = module.in_features ** -0.5
+                module.weight = draw(module.weight, bound=bound)
+                if module.bias is not None:
+                    module.bias = draw(module.bias, bound=bound)
+        self.embed.weight = draw(self.embed.weight, std=self.embed.embedding_dim ** -0.5)
+        self.embed.weight[self.pad_id] = 0.0
+        if self.positions == "learned":
+            self.pos.table = draw(self.pos.table, std=LEARNED_POSITION_STD)
 
     def _check_input(self, x, attend):
         check_tensor("x", x)
@@ -121,6 +153,17 @@ class TinyTransformer(nn.Module):
             return torch.softmax(self(x, attend), dim=-1)
 
 
+def attention_received(weights: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """How much attention each token receives: for every key, the mean over the real query
+    tokens of its weight (a column mean of each weight matrix, padding rows left out).
+
+    weights (B, H, T, T), real (B, T) bool (True = a real token, not padding) -> (B, H, T).
+    """
+    queries = real[:, None, :, None].to(weights.dtype)  # (B, 1, T, 1)   1 = a real query
+    n_real = queries.sum(-2).clamp(min=1.0)  # (B, 1, 1)
+    return (weights * queries).sum(-2) / n_real  # (B, H, T)
+
+
 @torch.no_grad()
 def attention_hit_rate(model: TinyTransformer, x: torch.Tensor, positions: torch.Tensor) -> dict:
     """How often the most-attended token is the decisive one, per layer and head.
@@ -136,14 +179,14 @@ def attention_hit_rate(model: TinyTransformer, x: torch.Tensor, positions: torch
     if check_tensor("positions", positions).shape != (x.shape[0],):
         raise ValueError(f"positions must be a tensor of shape ({x.shape[0]},), one per row of x, "
                          f"got shape {tuple(positions.shape)}")
-    keep = (x != model.pad_id).float()  # (B, T)
-    n_real = keep.sum(1).clamp(min=1.0)  # (B,)
+    keep = x != model.pad_id  # (B, T)
+    n_real = keep.sum(1).clamp(min=1)  # (B,)
     per_head, head_mean = [], []
     for weights in model.get_attention_maps(x):  # (B, H, T, T)
-        received = (weights * keep[:, None, :, None]).sum(2) / n_real[:, None, None]  # (B, H, T_k)
+        received = attention_received(weights, keep)  # (B, H, T_k)
         top = received.argmax(-1)  # (B, H)
         per_head.append((top == positions[:, None]).float().mean(0).numpy())  # (H,)
         top_mean = received.mean(1).argmax(-1)  # (B,)
         head_mean.append(float((top_mean == positions).float().mean()))
     return {"per_head": np.stack(per_head), "head_mean": np.array(head_mean),
-            "chance": float((1.0 / n_real).mean())}
+            "chance": float((1.0 / n_real.double()).mean())}

@@ -193,7 +193,7 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
                 continue
             x = i + (j - (len(variants) - 1) / 2) * width
             mean = values.mean()
-            first = next(k for k, g in enumerate(groups) if variant in groups[g])
+            first = next(k for k, g in enumerate(groups) if len(groups[g].get(variant, [])))
             ax.bar(x, mean, width * 0.9, color=colors[j % len(colors)],
                    label=variant if i == first else None,  # one legend entry per variant
                    yerr=[[mean - values.min()], [values.max() - mean]], capsize=4)

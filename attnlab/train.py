@@ -122,14 +122,18 @@ def task_reviews(task: str = "reviews", seed: int = 0, n_train: int = RECIPE["n_
 
 
 def train_classifier(task: str = "reviews", positions: str = "learned", seed: int = 0,
-                     verbose: bool = False, **recipe) -> Trained:
+                     verbose: bool = False, dtype: torch.dtype = torch.float64,
+                     **recipe) -> Trained:
     """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, and train it.
 
     task: "reviews" (one decisive word) or "order" (which sentiment word comes first).
     positions: "learned", "sinusoidal" or "none". `seed` seeds the data, the initial weights and
     the batch order (the global RNG state is left as it was). Keyword overrides replace entries
-    of `RECIPE` (e.g. epochs=20).
-    With the defaults this is notebook 03's model: a few seconds on one CPU thread.
+    of `RECIPE` (e.g. epochs=20). The default `dtype=torch.float64` trains a model that comes
+    out the same on any CPU (see `TinyTransformer`): float32 initial weights already differ in
+    their last bits between CPUs' kernel paths, and training amplifies that into other
+    accuracies. Notebooks 03, 04 and 06 and the sentiment app all use this one model.
+    With the defaults this is notebook 03's recipe: a few seconds on one CPU thread.
     """
     check_choice("task", task, TASKS)
     seed = check_int("seed", seed)
@@ -141,7 +145,7 @@ def train_classifier(task: str = "reviews", positions: str = "learned", seed: in
     with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
         torch.manual_seed(seed)
         model = TinyTransformer(len(vocab), r["d_model"], r["n_heads"], r["d_ff"],
-                                positions=positions)
+                                positions=positions, dtype=dtype)
     history = fit(model, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
                   batch_size=r["batch_size"], seed=seed, verbose=verbose)
     return Trained(model, vocab, history, train, test)

@@ -111,3 +111,50 @@ def test_hit_rate_counts_the_most_attended_token():
 def test_bad_arguments_raise_clear_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def _float64_weights_digest() -> str:
+    """A digest of a float64 TinyTransformer's initial weights, in a fresh interpreter whose
+    environment decides the kernel path."""
+    import hashlib
+
+    torch.manual_seed(0)
+    model = TinyTransformer(62, positions="learned", dtype=torch.float64)
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode() + p.detach().numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_float64_initial_weights_are_the_same_on_the_portable_kernels():
+    """The reason notebooks 03, 04 and 06 train in float64: the same initial weights on any CPU.
+    PyTorch's portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch; torch.set_num_threads(1); import test_models as t; "
+            "print(t._float64_weights_digest())")
+    runs = {}
+    for capability in ("default", None):
+        env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+        if capability:
+            env["ATEN_CPU_CAPABILITY"] = capability
+        env["PYTHONPATH"] = os.path.dirname(__file__) + os.pathsep + env.get("PYTHONPATH", "")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             check=True)
+        runs[capability] = out.stdout.strip()
+    assert runs["default"] == runs[None] == _float64_weights_digest()
+
+
+def test_float64_initialisation_has_the_float32_distributions():
+    torch.manual_seed(0)
+    f32 = TinyTransformer(62, d_model=32, dtype=torch.float32)
+    torch.manual_seed(0)
+    f64 = TinyTransformer(62, d_model=32, dtype=torch.float64)
+    assert all(p.dtype == torch.float64 for p in f64.parameters())
+    for (name, a), (_, b) in zip(f32.named_parameters(), f64.named_parameters()):
+        assert a.shape == b.shape, name
+        if a.numel() > 100:  # the spread of each weight matrix agrees within sampling noise
+            assert float(b.detach().std()) == pytest.approx(float(a.detach().std()), rel=0.15), name
+    assert torch.all(f64.embed.weight[0] == 0)  # the PAD row stays zero
