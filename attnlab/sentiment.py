@@ -44,7 +44,7 @@ CACHE_FILE = "sentiment-models.pt"
 #: how `default_models` calls `train_classifier`: notebook 03's model
 TINY_RECIPE = {"task": "reviews", "positions": "learned", "seed": 0}
 #: bump when the training code changes in a way the recipe values do not show (it retrains)
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the tiny model trains in float64 (train_classifier's default)
 
 
 # -- the sentiment head on the frozen encoder, and what the encoder's attention does -----------
@@ -195,7 +195,7 @@ def load_models(file: Path, key: str, encoder: MiniLM):
         return None
     vocab = Vocab.for_reviews()
     tiny = TinyTransformer(len(vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
-                           positions=TINY_RECIPE["positions"])
+                           positions=TINY_RECIPE["positions"], dtype=torch.float64)
     head = nn.Linear(encoder.config["hidden_size"], 2)
     try:
         tiny.load_state_dict(saved["tiny"])

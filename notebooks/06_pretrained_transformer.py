@@ -306,12 +306,12 @@ my_layer, my_head = ..., ...  # your answer: two whole numbers
 it_to_cat = torch.stack([m[0, :, tokens.index("it"), tokens.index("cat")] for m in maps])  # (6, 12)
 my_layer, my_head = divmod(int(it_to_cat.argmax()), minilm.n_heads)
 ### END SOLUTION
-layer, head = ex06.it_to_cat((my_layer, my_head), tokens, maps)
+cat_layer, cat_head = ex06.it_to_cat((my_layer, my_head), tokens, maps)
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 4))
 for ax, (lay, h, what) in zip(axes, ((prev_layer, prev_head, "previous token"),
-                                     (layer, head, "'it' → 'cat'"))):
+                                     (cat_layer, cat_head, "'it' → 'cat'"))):
     attention_heatmap(maps[lay][0, h], tokens, tokens, ax=ax, annotate=False,
                       title=f"layer {lay}, head {h}: {what}")
 fig.tight_layout()
@@ -322,8 +322,8 @@ plt.show()
 # `cat` in that head:
 
 # %%
-on_cat = maps[layer][0, head, :, tokens.index("cat")]   # (T,) each query's weight on "cat"
-print(f"layer {layer}, head {head}: 'it' puts {fmt(on_cat[tokens.index('it')], 2)} on 'cat'; "
+on_cat = maps[cat_layer][0, cat_head, :, tokens.index("cat")]  # (T,) each query's weight on "cat"
+print(f"layer {cat_layer}, head {cat_head}: 'it' puts {fmt(on_cat[tokens.index('it')], 2)} on 'cat'; "
       f"all {len(tokens)} queries put {fmt(on_cat.min(), 2)} to {fmt(on_cat.max(), 2)} "
       f"(mean {fmt(on_cat.mean(), 2)})")
 assert on_cat.min() > 0.3 and abs(on_cat[tokens.index("it")] - on_cat.mean()) < 0.15
@@ -425,7 +425,8 @@ assert abs(confidence["minilm"].mean() - minilm_acc) < 0.1, "MiniLM + head: abou
 x_train, _, _ = tiny.train.tensors(tiny.vocab)          # (1600, T) ids
 with torch.random.fork_rng(devices=[]):                 # train_classifier's initial weights
     torch.manual_seed(0)
-    start = TinyTransformer(len(tiny.vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"])
+    start = TinyTransformer(len(tiny.vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
+                            dtype=torch.float64)
 unk, word = tiny.vocab.UNK, tiny.vocab.stoi[data.POSITIVE[0]]
 print(f"<unk> in the training reviews: {int((x_train == unk).sum())} times")
 unchanged = [torch.equal(start.embed.weight[i], tiny.model.embed.weight[i]) for i in (unk, word)]
@@ -434,10 +435,10 @@ print(f"embedding row equal to its random start: <unk> {unchanged[0]}, {data.POS
 assert int((x_train == unk).sum()) == 0 and unchanged == [True, False]
 
 # %% [markdown]
-# Notebook 03 found that the model answers *negative* when the decisive word is removed as
-# padding; here it is replaced by an untrained vector instead, and the answer is mostly
-# *positive*. A model's default depends on how the information goes missing, and its confidence
-# says nothing about whether it knows. MiniLM + head, whose confidence is close to its accuracy,
+# Notebook 03 measured this model's default from the other side: with the decisive word removed
+# as padding, it answered *positive* for most test reviews. Here the word is replaced by an
+# untrained vector instead, and the answer is again mostly *positive*, now with high confidence.
+# Its confidence says nothing about whether it knows. MiniLM + head, whose confidence is close to its accuracy,
 # is the calibrated one here.
 
 # %% [markdown]
@@ -479,11 +480,11 @@ dismal = app.analyze("The plot was dismal and the acting pathetic.")
 print(app.text(dismal))
 tiny_says = dismal["models"]["tiny"]
 assert dismal["label"] == "negative" and tiny_says["label"] == "positive"
-assert tiny_says["probability"] > 0.99
+assert tiny_says["probability"] > 0.95
 
 # %% [markdown]
 # The calibration lesson in one review: two words the TinyTransformer never saw, and it answers
-# positive with a probability that rounds to 1.
+# positive with a probability above 0.95.
 
 # %%
 print(app.text(app.analyze("<b>bold?</b> 🙂")))
@@ -501,7 +502,7 @@ hidden_cls, zeroed_cls = (moves[k].mean() for k in ("[CLS] hidden as a key", "[C
 print(f"[CLS]: {fmt(cls_share.min(), 2)} to {fmt(cls_share.max(), 2)} of the attention per "
       f"layer; sentence-vector cosine when hidden as a key {fmt(hidden_cls, 3)}, when its value "
       f"is zeroed {fmt(zeroed_cls, 3)}")
-print(f"'it' → 'cat' head: layer {layer}, head {head}; 'it' puts {fmt(on_cat[tokens.index('it')], 2)} "
+print(f"'it' → 'cat' head: layer {cat_layer}, head {cat_head}; 'it' puts {fmt(on_cat[tokens.index('it')], 2)} "
       f"on 'cat', the average query {fmt(on_cat.mean(), 2)}")
 print(f"unseen synonyms: MiniLM + head {fmt(minilm_acc, 3, guard=False)}, TinyTransformer "
       f"{fmt(tiny_acc, 3, guard=False)} with mean confidence {fmt(confidence['tiny'].mean(), 2)}")
@@ -520,5 +521,5 @@ print(f"unseen synonyms: MiniLM + head {fmt(minilm_acc, 3, guard=False)}, TinyTr
 # - The head in which `it` looks most at `cat` (layer 5, head 11) has every token look at `cat`
 #   (0.64 on average, `it` 0.71): a large weight between two tokens is not a reading of meaning.
 # - On sentiment words it never saw, the frozen pre-trained encoder with a 770-weight head stays
-#   accurate (0.955), while the TinyTransformer drops to chance (0.495) with a mean confidence of
-#   0.88: its `<unk>` vector never trained. Confidence is not accuracy.
+#   accurate (0.955), while the TinyTransformer drops to chance (0.510) with a mean confidence of
+#   0.95: its `<unk>` vector never trained. Confidence is not accuracy.
