@@ -16,7 +16,8 @@ export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
 endif
 
 # Strict nbval over both editions: the stored outputs must come back. Two workers (the CI
-# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker.
+# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker;
+# the notebooks, the longest scopes, go first so that the short ones fill the gaps at the end.
 PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
@@ -37,7 +38,7 @@ run: setup          ## execute every notebook in order (fresh kernel each), HTML
 	$(BIN)/python -m attnlab.classroom.runner --html build $(NB)
 
 test: lint          ## ruff, then unit tests + strict nbval of every notebook, both editions
-	$(PYTEST) tests $(NBVAL) $(EDITIONS)
+	$(PYTEST) $(NBVAL) $(EDITIONS) tests
 
 test-portable: setup  ## strict nbval again on PyTorch's portable kernels: the outputs must not depend on the CPU
 	ATEN_CPU_CAPABILITY=default $(PYTEST) $(NBVAL) $(EDITIONS)

@@ -173,8 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     args = parser.parse_args(argv)
-    # The stored outputs are a recording, like `make notebooks`'s: fmt's rounding guard is on.
-    os.environ.setdefault("ATTNLAB_RECORDING", "1")
 
     stems = [s for s in runner.notebook_stems(args.names)
              if (runner.NOTEBOOK_DIR / f"{s}.py").exists()]
@@ -186,10 +184,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     rows = []
-    for stem in stems:
-        print(f"building student/{stem}.ipynb ...", flush=True)
-        path, seconds, error = build(stem, args.timeout)
-        rows.append((f"student/{path.name}", error, seconds))
+    # The stored outputs are a recording, like `make notebooks`'s: fmt's rounding guard is on in
+    # the kernels (they inherit the environment), and only while they run: a caller in the same
+    # process (a test) must not find it left on.
+    previous = os.environ.get("ATTNLAB_RECORDING")
+    os.environ["ATTNLAB_RECORDING"] = "1"
+    try:
+        for stem in stems:
+            print(f"building student/{stem}.ipynb ...", flush=True)
+            path, seconds, error = build(stem, args.timeout)
+            rows.append((f"student/{path.name}", error, seconds))
+    finally:
+        if previous is None:
+            os.environ.pop("ATTNLAB_RECORDING", None)
+        else:
+            os.environ["ATTNLAB_RECORDING"] = previous
     runner.report(rows)
     return 1 if any(error is not None for _, error, _ in rows) else 0
 
