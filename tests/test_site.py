@@ -68,7 +68,11 @@ def notebooks(tmp_path):
 @pytest.fixture
 def fake_modules(tmp_path):
     """node_modules with the locked versions and the files the builds copy (placeholder content)."""
-    modules = tmp_path / "node_modules"
+    return _placeholder_modules(tmp_path)
+
+
+def _placeholder_modules(folder: Path) -> Path:
+    modules = folder / "node_modules"
     lock = json.loads((site.WEB / "package-lock.json").read_text())
     for key, meta in lock["packages"].items():
         if key.startswith("node_modules/"):
@@ -326,12 +330,24 @@ def test_a_page_that_would_load_from_a_cdn_is_not_written(tmp_path, fake_modules
     assert not (tmp_path / "site" / "05_cdn.html").exists()
 
 
-def test_every_stored_notebook_builds_offline(tmp_path, fake_modules):
+@pytest.fixture(scope="module")
+def series_decks(tmp_path_factory):
+    """The decks of every stored notebook, built once for the tests below (about 10 s): with the
+    real reveal.js and MathJax when `make slides` has installed them, else with placeholders."""
     stored = [p for p in notebook_paths() if p.exists()]
     if not stored:
         pytest.skip("no executed notebooks yet")
+    try:
+        modules = _real_modules()
+    except pytest.skip.Exception:
+        modules = _placeholder_modules(tmp_path_factory.mktemp("node_modules"))
+    return site.build("slides", stored, tmp_path_factory.mktemp("slides"), modules=modules)
+
+
+def test_every_stored_notebook_builds_offline(tmp_path, fake_modules, series_decks):
+    stored = [p for p in notebook_paths() if p.exists()]
     pages = site.build("html", stored, tmp_path / "site", modules=fake_modules)
-    decks = site.build("slides", stored, tmp_path / "slides", modules=fake_modules)
+    decks = series_decks
     for page in pages + decks:
         text = page.read_text()
         assert site.external_resources(text) == [], page.name
@@ -434,17 +450,14 @@ def test_the_measure_finds_slides_too_tall_or_too_wide(tmp_path):
 
 
 @pytest.mark.browser
-def test_every_slide_of_every_deck_fits_1280x720(tmp_path):
+def test_every_slide_of_every_deck_fits_1280x720(series_decks):
     """No slide of the series needs scrolling on a 1280x720 projector (DESIGN.md, "Slides").
 
     `python -m attnlab.classroom.site measure` prints the same list; screenshots of the slides
     that do not fit go to test-artifacts/site/overflow/.
     """
-    modules = _real_modules()
-    stored = [p for p in notebook_paths() if p.exists()]
-    if not stored:
-        pytest.skip("no executed notebooks yet")
-    decks = site.build("slides", stored, tmp_path / "slides", modules=modules)
+    _real_modules()  # skips without Chromium or the real reveal.js, which series_decks then lacks
+    decks = series_decks
     shots = ARTIFACTS / "overflow"
     shutil.rmtree(shots, ignore_errors=True)
     seen, overflowing = site.measure(decks, screenshots=shots)

@@ -57,8 +57,9 @@ def test_training_is_deterministic():
 
 
 def test_order_task_needs_positions():
-    with_positions = train_classifier("order", "sinusoidal", seed=0).test_accuracy
-    without = train_classifier("order", "none", seed=0).test_accuracy
+    # 6 epochs: sinusoidal positions pass 0.9 at epoch 5 or 6 (notebook 04), none never leave 0.5
+    with_positions = train_classifier("order", "sinusoidal", seed=0, epochs=6).test_accuracy
+    without = train_classifier("order", "none", seed=0, epochs=6).test_accuracy
     assert with_positions > 0.85
     assert abs(without - 0.5) < 0.08  # 400 test sentences: chance 0.5 +- 0.025 (one s.e.)
 
