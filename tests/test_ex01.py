@@ -1,30 +1,18 @@
 """Notebook 01's exercise checks: right, wrong, untouched and hostile answers each get one line
 (✓, ✗ or ○) and a return value the notebook's next cells can use."""
 import math
-from functools import partial
 
 import numpy as np
 import pytest
 import torch
+from exercise_doubles import loops_forever, one_line, placeholder, raises
 
 import attnlab
-from attnlab.exercises import check_function, ex01
+from attnlab.exercises import ex01
 
 K = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.7, 0.7, 0.0, 0.0]])  # (3, 4)
 V = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (3, 2)
 Q = torch.tensor([[1.0, 0.0, 0.0, 0.0]])  # (1, 4)
-
-
-@pytest.fixture(autouse=True)
-def short_time_limit(monkeypatch):
-    """An endless loop is stopped after 0.3 s instead of 2 s, to keep the tests fast."""
-    monkeypatch.setattr(ex01, "check_function", partial(check_function, seconds=0.3))
-
-
-def mark(capsys):
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines  # exactly one feedback line
-    return lines[0][0], lines[0]
 
 
 # --- predict the weights -----------------------------------------------------------------------
@@ -48,7 +36,7 @@ MEASURED = attnlab.scaled_dot_product_attention(Q, K, V)[1][0]  # (3,)
 ])
 def test_predict_weights(capsys, guess, expected_mark, words):
     got = ex01.predict_weights(guess, MEASURED)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign != "✓":
         assert got is MEASURED  # the measured weights, usable below
@@ -77,19 +65,6 @@ def plain_transpose(q, k, v):  # right on 2-D inputs only
     return weights @ v, weights
 
 
-def loops_forever(q, k, v):
-    while True:
-        pass
-
-
-def raises(q, k, v):
-    raise ZeroDivisionError("oops")
-
-
-def placeholder(q, k, v):
-    ...  # your code here
-
-
 @pytest.mark.parametrize("answer, expected_mark, words", [
     (right, "✓", "matches attnlab's version on 3 random inputs"),
     (attnlab.scaled_dot_product_attention, "✓", "matches"),
@@ -113,7 +88,7 @@ def placeholder(q, k, v):
 ])
 def test_attention(capsys, answer, expected_mark, words):
     got = ex01.attention(answer)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign == "✗":
         assert "Hint:" in line
@@ -150,7 +125,7 @@ def test_attention_inputs_cover_batches_and_unequal_lengths():
 ])
 def test_key_2_wins(capsys, query, expected_mark, words):
     got = ex01.key_2_wins(query, K)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     assert isinstance(got, torch.Tensor) and got.shape == (4,)
     _, w = attnlab.scaled_dot_product_attention(got[None], K, V)  # usable: key 2 wins with it

@@ -1,27 +1,14 @@
 """Notebook 04's exercise checks: right, wrong, untouched and hostile answers each get one line
 (✓, ✗ or ○) and a return value the notebook's next cells can use."""
 import math
-from functools import partial
 
 import numpy as np
 import pytest
 import torch
+from exercise_doubles import loops_forever, one_line, placeholder, raises
 
 from attnlab.attention import sinusoidal_table
-from attnlab.exercises import check_function, ex04
-
-
-@pytest.fixture(autouse=True)
-def short_time_limit(monkeypatch):
-    """An endless loop is stopped after 0.3 s instead of 2 s, to keep the tests fast."""
-    monkeypatch.setattr(ex04, "check_function", partial(check_function, seconds=0.3))
-
-
-def mark(capsys):
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines  # exactly one feedback line
-    return lines[0][0], lines[0]
-
+from attnlab.exercises import ex04
 
 # --- predict: the order task without positions ---------------------------------------------------
 
@@ -40,7 +27,7 @@ def mark(capsys):
 ])
 def test_order_without_positions(capsys, guess, expected_mark, words):
     got = ex04.order_without_positions(guess, 0.493)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     assert float(got) == pytest.approx(0.493 if sign != "✓" else float(guess))
 
@@ -61,7 +48,7 @@ def test_order_without_positions(capsys, guess, expected_mark, words):
 ])
 def test_sinusoidal_norm(capsys, guess, expected_mark, words):
     got = ex04.sinusoidal_norm(guess, 4.0)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     assert float(got) == pytest.approx(4.0, abs=0.05)
 
@@ -79,19 +66,6 @@ def right_with_torch(omega, k):
                         torch.stack([-angle.sin(), angle.cos()])])
 
 
-def loops_forever(omega, k):
-    while True:
-        pass
-
-
-def raises(omega, k):
-    raise TypeError("can't multiply sequence by non-int of type 'float'")
-
-
-def placeholder(omega, k):
-    ...  # your code here
-
-
 @pytest.mark.parametrize("answer, expected_mark, words", [
     (right, "✓", "matches attnlab's version on 5 random inputs"),
     (right_with_torch, "✓", "matches"),
@@ -106,7 +80,7 @@ def placeholder(omega, k):
     (lambda o, k: np.eye(2), "✗", "NumPy array"),
     (lambda o, k: 1, "✗", "torch.Tensor"),
     (lambda o, k: "rotation", "✗", "torch.Tensor"),
-    (raises, "✗", "TypeError"),
+    (raises, "✗", "raised ZeroDivisionError: oops"),
     (loops_forever, "✗", "did not finish"),
     ("M", "✗", "expected a function"),
     (2, "✗", "expected a function"),
@@ -117,7 +91,7 @@ def placeholder(omega, k):
 ])
 def test_shift_matrix(capsys, answer, expected_mark, words):
     got = ex04.shift_matrix(answer)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign == "✗":
         assert "Hint:" in line

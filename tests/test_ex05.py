@@ -1,42 +1,15 @@
 """Notebook 05's exercise checks: right, wrong, untouched and hostile answers each get one line
 (✓, ✗ or ○) and a return value the notebook's next cells can use. Synthetic tensors only: no
 MobileNetV2, no Fashion-MNIST."""
-from functools import partial
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_doubles import loops_forever, one_line, placeholder, raises
 
 import attnlab
 from attnlab import retrieval
-from attnlab.exercises import check_function, ex05
-
-
-@pytest.fixture(autouse=True)
-def short_time_limit(monkeypatch):
-    """An endless loop is stopped after 0.3 s instead of 2 s, to keep the tests fast."""
-    monkeypatch.setattr(ex05, "check_function", partial(check_function, seconds=0.3))
-
-
-def mark(capsys):
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines  # exactly one feedback line
-    return lines[0][0], lines[0]
-
-
-def loops_forever(*args):
-    while True:
-        pass
-
-
-def raises(*args):
-    raise ZeroDivisionError("oops")
-
-
-def placeholder(*args):
-    ...  # your code here
-
+from attnlab.exercises import ex05
 
 # --- predict precision@5 and hit@5 -------------------------------------------------------------
 
@@ -57,7 +30,7 @@ MEASURED = (0.739, 0.945)
 ])
 def test_five_neighbours(capsys, guess, expected_mark, words):
     got = ex05.five_neighbours(guess, MEASURED)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign != "✓":
         assert got == MEASURED
@@ -125,7 +98,7 @@ def per_query(query_labels, neighbour_labels):  # forgot to average
 ])
 def test_hit_at_k(capsys, answer, expected_mark, words):
     fn = ex05.hit_at_k(answer)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     q, n = ex05.hit_inputs()[0]
     assert torch.allclose(fn(q, n).float(), retrieval.hit_at_k(q, n))  # usable either way
@@ -215,7 +188,7 @@ soft_right(*ex05.soft_knn_inputs()[0])   # warm up: a first call may be slow on 
 ])
 def test_soft_knn(capsys, answer, expected_mark, words):
     fn = ex05.soft_knn(answer)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     q, d, labels, tau = ex05.soft_knn_inputs()[0]
     probs, weights = fn(q, d, labels, tau)                    # usable either way
@@ -259,7 +232,7 @@ DATA = clusters()
 ])
 def test_beat_one_nn(capsys, tau, expected_mark, words):
     got = ex05.beat_one_nn(tau, *DATA)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign != "✓":
         assert got in ex05.TAUS

@@ -2,42 +2,15 @@
 (✓, ✗ or ○) and a return value the notebook's next cells can use. Synthetic tensors for the
 checks; MiniLM (0.5 s to load) only for `encode_without_key`, the measurement behind the
 [CLS] exercise."""
-from functools import partial
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_doubles import loops_forever, one_line, placeholder, raises
 
 from attnlab import assets
-from attnlab.exercises import check_function, ex06
+from attnlab.exercises import ex06
 from attnlab.minilm import MiniLM
-
-
-@pytest.fixture(autouse=True)
-def short_time_limit(monkeypatch):
-    """An endless loop is stopped after 0.3 s instead of 2 s, to keep the tests fast."""
-    monkeypatch.setattr(ex06, "check_function", partial(check_function, seconds=0.3))
-
-
-def mark(capsys):
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines  # exactly one feedback line
-    return lines[0][0], lines[0]
-
-
-def loops_forever(*args):
-    while True:
-        pass
-
-
-def raises(*args):
-    raise ZeroDivisionError("oops")
-
-
-def placeholder(*args):
-    ...  # your code here
-
 
 # --- implement mean pooling --------------------------------------------------------------------
 
@@ -96,7 +69,7 @@ def pool_no_unsqueeze(hidden, keep):  # (B, T) * (B, T, d) does not broadcast
 ])
 def test_mean_pool(capsys, answer, expected_mark, words):
     fn = ex06.mean_pool(answer)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     hidden, keep = ex06.pool_inputs()[0]
     assert torch.allclose(fn(hidden, keep), MiniLM.pool(hidden, keep), atol=1e-6)  # usable
@@ -142,7 +115,7 @@ MAPS = fake_maps()
 ])
 def test_it_to_cat(capsys, answer, expected_mark, words):
     got = ex06.it_to_cat(answer, TOKENS, MAPS)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     layer, head = got                                        # usable: a valid pair either way
     assert (int(layer), int(head)) == (4, 7)
@@ -163,7 +136,7 @@ def test_it_to_cat(capsys, answer, expected_mark, words):
 ])
 def test_mask_cls(capsys, guess, expected_mark, words):
     got = ex06.mask_cls(guess, 0.609)
-    sign, line = mark(capsys)
+    sign, line = one_line(capsys)
     assert sign == expected_mark and words in line, line
     if sign != "✓":
         assert got == 0.609

@@ -31,7 +31,8 @@ import torch
 from ..report import fmt
 
 RIGHT, WRONG, TODO = "✓", "✗", "○"
-TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped
+TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
+#                    time, so a test may set it lower (tests/conftest.py does)
 
 
 class _TimeLimit(Exception):
@@ -51,12 +52,15 @@ def untouched(answer) -> bool:
     return answer is ... or answer is None
 
 
-def call_safely(fn: Callable, *args, seconds: float = TIME_LIMIT_S):
+def call_safely(fn: Callable, *args, seconds: float | None = None):
     """Call a student's `fn(*args)` with a time limit; returns (value, problem or None).
 
-    The limit uses SIGALRM, so it applies in the main thread (where notebook cells run); it
-    interrupts a Python loop, and an operation inside PyTorch as soon as it returns.
+    `seconds` defaults to `TIME_LIMIT_S` as it is when called. The limit uses SIGALRM, so it
+    applies in the main thread (where notebook cells run); it interrupts a Python loop, and an
+    operation inside PyTorch as soon as it returns.
     """
+    if seconds is None:
+        seconds = TIME_LIMIT_S
     in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     if in_main:
         def alarm(signum, frame):
@@ -110,9 +114,10 @@ def tensor_problem(got, expected: torch.Tensor, *, name: str = "your result",
 
 
 def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str, hint: str,
-                   atol: float = 1e-5, rtol: float = 1e-4, seconds: float = TIME_LIMIT_S):
+                   atol: float = 1e-5, rtol: float = 1e-4, seconds: float | None = None):
     """An *implement* exercise: `fn` against `reference` on each argument tuple in `inputs`.
 
+    Each call of `fn` is stopped after `seconds` (None: `TIME_LIMIT_S` as it is when called).
     Returns `fn` when it matches on every input, else `reference`, so later cells can always
     call what is returned.
     """

@@ -17,7 +17,6 @@ from ..attention import causal_mask as reference_mask
 from ..report import fmt
 from . import (
     RIGHT,
-    TIME_LIMIT_S,
     TODO,
     WRONG,
     _kind,
@@ -50,7 +49,7 @@ def _mask_problem(got, T: int) -> str | None:
     return f"{name} has {wrong} of {T * T} entries wrong"
 
 
-def causal_mask(fn, *, seconds: float = TIME_LIMIT_S):
+def causal_mask(fn, *, seconds: float | None = None):
     """Your `fn(T) -> (T, T) bool tensor` against `attnlab.causal_mask` for T in SIZES.
 
     Returns `fn` when it is right for every T, else `attnlab.causal_mask`.
