@@ -114,10 +114,13 @@ def tensor_problem(got, expected: torch.Tensor, *, name: str = "your result",
 
 
 def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str, hint: str,
-                   atol: float = 1e-5, rtol: float = 1e-4, seconds: float | None = None):
+                   atol: float = 1e-5, rtol: float = 1e-4, seconds: float | None = None,
+                   compare: Callable | None = None, success: str | None = None):
     """An *implement* exercise: `fn` against `reference` on each argument tuple in `inputs`.
 
     Each call of `fn` is stopped after `seconds` (None: `TIME_LIMIT_S` as it is when called).
+    `compare(got, expected) -> problem or None` replaces the tensor comparison where an exercise
+    can name its typical mistakes (a transposed mask, say); `success` replaces the ✓ line's text.
     Returns `fn` when it matches on every input, else `reference`, so later cells can always
     call what is returned.
     """
@@ -144,14 +147,17 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
                     problem = next((p for g, e, part in parts
                                     if (p := tensor_problem(g, e, name=f"the {part} result",
                                                             atol=atol, rtol=rtol))), None)
+            elif compare is not None:
+                problem = compare(got, expected)
             else:
                 problem = tensor_problem(got, expected, atol=atol, rtol=rtol)
         if problem is not None:
-            shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else _kind(a)
+            shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)
                                for a in args)
             say(WRONG, f"{name}: on inputs of shapes {shapes}, {problem}.", hint)
             return reference
-    say(RIGHT, f"{name}: matches attnlab's version on {len(inputs)} random inputs.")
+    success = success or f"matches attnlab's version on {len(inputs)} random inputs"
+    say(RIGHT, f"{name}: {success}.")
     return fn
 
 

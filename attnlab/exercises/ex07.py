@@ -16,16 +16,10 @@ import torch
 from ..attention import causal_mask as reference_mask
 from ..report import fmt
 from . import (
-    RIGHT,
-    TODO,
-    WRONG,
-    _kind,
-    call_safely,
+    check_function,
     check_number,
     check_prediction,
-    say,
     tensor_problem,
-    untouched,
 )
 
 SIZES = (1, 4, 7)  # the sequence lengths a causal_mask is tried on
@@ -54,27 +48,12 @@ def causal_mask(fn, *, seconds: float | None = None):
 
     Returns `fn` when it is right for every T, else `attnlab.causal_mask`.
     """
-    name = "causal_mask"
-    hint = ("row i is query i and may attend to columns j <= i; compare torch.arange(T) with "
-            "itself as a column, or look at torch.tril.")
-    if untouched(fn):
-        say(TODO, f"{name}: not attempted yet; write your function above and run the cell again.")
-        return reference_mask
-    if not callable(fn):
-        say(WRONG, f"{name}: expected a function, got {_kind(fn)}.", hint)
-        return reference_mask
-    for i, T in enumerate(SIZES):
-        got, problem = call_safely(fn, T, seconds=seconds)
-        if problem is None and got is None and i == 0:
-            say(TODO, f"{name}: not attempted yet (your function returns None); replace the `...` "
-                      "and run the cell again.")
-            return reference_mask
-        problem = problem or _mask_problem(got, T)
-        if problem is not None:
-            say(WRONG, f"{name}: {problem}.", hint)
-            return reference_mask
-    say(RIGHT, f"{name}: matches attnlab's causal_mask for T = {', '.join(map(str, SIZES))}.")
-    return fn
+    return check_function(
+        fn, reference_mask, [(T,) for T in SIZES], name="causal_mask", seconds=seconds,
+        hint=("row i is query i and may attend to columns j <= i; compare torch.arange(T) with "
+              "itself as a column, or look at torch.tril."),
+        compare=lambda got, expected: _mask_problem(got, expected.shape[0]),
+        success=f"matches attnlab's causal_mask for T = {', '.join(map(str, SIZES))}")
 
 
 def unmasked_generation(guess, measured):
