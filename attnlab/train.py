@@ -121,6 +121,18 @@ def task_reviews(task: str = "reviews", seed: int = 0, n_train: int = RECIPE["n_
     return TASKS[task](n_train + n_test, seed=seed).split(n_train)
 
 
+def initial_model(vocab_size: int, positions: str = "learned", seed: int = 0,
+                  dtype: torch.dtype = torch.float64, **recipe) -> TinyTransformer:
+    """The untrained TinyTransformer that `train_classifier` starts from with these arguments:
+    its weights drawn from `seed`, the caller's random state left as it was. Notebook 06 uses it
+    to show which embedding rows training never touched."""
+    r = with_recipe(RECIPE, recipe)
+    with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
+        torch.manual_seed(seed)
+        return TinyTransformer(vocab_size, r["d_model"], r["n_heads"], r["d_ff"],
+                               positions=positions, dtype=dtype)
+
+
 def train_classifier(task: str = "reviews", positions: str = "learned", seed: int = 0,
                      verbose: bool = False, dtype: torch.dtype = torch.float64,
                      **recipe) -> Trained:
@@ -142,10 +154,7 @@ def train_classifier(task: str = "reviews", positions: str = "learned", seed: in
     vocab = Vocab.for_reviews()
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)
-    with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
-        torch.manual_seed(seed)
-        model = TinyTransformer(len(vocab), r["d_model"], r["n_heads"], r["d_ff"],
-                                positions=positions, dtype=dtype)
+    model = initial_model(len(vocab), positions, seed, dtype, **recipe)
     history = fit(model, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
                   batch_size=r["batch_size"], seed=seed, verbose=verbose)
     return Trained(model, vocab, history, train, test)

@@ -44,7 +44,6 @@ import attnlab
 from attnlab import data
 from attnlab.exercises import ex06
 from attnlab.minilm import model_files
-from attnlab.models import TinyTransformer
 from attnlab.plots import attention_heatmap, layer_head_grid
 from attnlab.report import fmt
 from attnlab.sentiment import (
@@ -54,7 +53,7 @@ from attnlab.sentiment import (
     encode_without_key,
     train_head,
 )
-from attnlab.train import RECIPE, evaluate, train_classifier
+from attnlab.train import evaluate, initial_model, train_classifier
 
 attnlab.seed_everything(0)
 
@@ -423,10 +422,7 @@ assert abs(confidence["minilm"].mean() - minilm_acc) < 0.1, "MiniLM + head: abou
 
 # %%
 x_train, _, _ = tiny.train.tensors(tiny.vocab)          # (1600, T) ids
-with torch.random.fork_rng(devices=[]):                 # train_classifier's initial weights
-    torch.manual_seed(0)
-    start = TinyTransformer(len(tiny.vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
-                            dtype=torch.float64)
+start = initial_model(len(tiny.vocab))                  # what train_classifier() started from
 unk, word = tiny.vocab.UNK, tiny.vocab.stoi[data.POSITIVE[0]]
 print(f"<unk> in the training reviews: {int((x_train == unk).sum())} times")
 unchanged = [torch.equal(start.embed.weight[i], tiny.model.embed.weight[i]) for i in (unk, word)]
