@@ -16,9 +16,9 @@ export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
 endif
 
 # Strict nbval over both editions: the stored outputs must come back. Two workers (the CI
-# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker;
-# the notebooks, the longest scopes, go first so that the short ones fill the gaps at the end.
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope
+# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker,
+# and --no-loadscope-reorder hands them out in the order tests/conftest.py sorts them: slowest first.
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
 
