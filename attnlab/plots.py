@@ -215,7 +215,8 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None,
                     metric: str = "test_acc"):
     """Learning curves of repeated runs: `histories` maps a variant name to a list of histories
     (one per seed, from `attnlab.train.fit`). Draws the mean `metric` per epoch with a band from
-    the lowest to the highest run. Returns the Figure."""
+    the lowest to the highest run (a variant with a single run is just its curve). Returns the
+    Figure."""
     if not isinstance(histories, dict) or not all(isinstance(h, list) for h in histories.values()):
         raise TypeError(f"histories must be a dict {{variant: [history, ...]}}, "
                         f"got {type(histories).__name__}")
@@ -228,8 +229,8 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None,
             raise ValueError(f"every history of {name!r} must have {metric!r}")
         values = np.array([h[metric] for h in runs], dtype=float)  # (runs, epochs)
         epochs = np.asarray(runs[0]["epoch"])
-        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3,
-                        label=f"{name} (mean of {len(runs)})")
+        label = f"{name} (mean of {len(runs)})" if len(runs) > 1 else f"{name} (1 run)"
+        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3, label=label)
         ax.fill_between(epochs, values.min(0), values.max(0), color=line.get_color(), alpha=0.2)
     if chance is not None:
         ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")

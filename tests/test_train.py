@@ -6,7 +6,7 @@ import torch
 
 from attnlab.data import NEGATIVE, POSITIVE
 from attnlab.models import TinyTransformer
-from attnlab.plots import mean_spread_bars, training_curves
+from attnlab.plots import accuracy_curves, mean_spread_bars, training_curves
 from attnlab.train import RECIPE, eval_mode, evaluate, fit, train_classifier
 
 
@@ -134,6 +134,12 @@ def test_plots_draw_histories_and_repeated_measurements():
     fig2 = mean_spread_bars({"bag": {"learned": [1.0, 0.99], "none": [1.0, 1.0]},
                              "order": {"learned": [0.9, 0.95], "none": [0.5, 0.48]}}, chance=0.5)
     assert len(fig2.axes[0].patches) == 4
+    later = {**history, "test_acc": [0.7, 1.0]}
+    fig3 = accuracy_curves({"learned": [history, later], "sinusoidal": [later]}, chance=0.5)
+    lines = fig3.axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["learned (mean of 2)", "sinusoidal (1 run)",
+                                                    "chance"]
+    assert list(lines[0].get_ydata()) == pytest.approx([0.65, 0.9])  # the mean per epoch
     plt.close("all")
     with pytest.raises(ValueError, match="history is missing"):
         training_curves({"epoch": [1]})
