@@ -27,15 +27,15 @@ def short_time_limit(monkeypatch):
 
 
 # The scopes that take longest in `make test`, slowest first (seconds per scope on 2 cores, from
-# --durations=0): the two Chromium modules (about 38 each); both editions of notebooks 04 (30),
-# 06 (20), 07 (18), 03 (17), 05 (16) and 08 (12); the training and app tests (12). With
+# --durations=0): the two Chromium modules (about 50 each); both editions of notebooks 04 (25),
+# 05 (24), 06 (21), 07 (15), 03 (15) and 08 (12); the app and training tests (12). With
 # `--dist loadscope --no-loadscope-reorder` xdist hands scopes out in collection order, so the
 # many short modules fill the gaps at the end and both workers finish together. xdist's own
 # order starts with the modules that have the most tests (the exercise tables): one worker then
 # ran on alone for 30 s at the end.
 SLOWEST_FIRST = ("tests/test_site.py", "tests/test_browser.py",
-                 "04_", "06_", "07_", "03_", "05_", "08_",
-                 "tests/test_train.py", "tests/test_sentiment.py")
+                 "04_", "05_", "06_", "07_", "03_", "08_",
+                 "tests/test_sentiment.py", "tests/test_train.py")
 
 
 def pytest_collection_modifyitems(items):
