@@ -311,6 +311,20 @@ def test_slides_are_offline_decks_with_one_section_per_slide(notebooks, fake_mod
     assert '<a href="01_by_hand.slides.html">' in (out / "index.html").read_text()
 
 
+@pytest.mark.parametrize("kind", ["html", "slides"])
+def test_code_that_looks_like_html_is_shown_as_code(kind, fake_modules, tmp_path):
+    """The templates skip nbconvert's bleach pass over highlighted code (Pygments escapes it):
+    markup in a code cell must reach the page as text, never as elements."""
+    nb = _lesson()
+    nb.cells.insert(2, _code('html = "<b>bold</b><script>alert(1)</script>"  # markup in code'))
+    path = tmp_path / "01_markup.ipynb"
+    nbformat.write(nb, path)
+    page = site.build(kind, [path], tmp_path / kind, modules=fake_modules)[0].read_text()
+    assert "&lt;b&gt;bold&lt;/b&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>bold</b>" not in page and "<script>alert(1)" not in page
+    assert 'class="highlight' in page  # still highlighted by Pygments
+
+
 def test_rebuilding_one_notebook_keeps_the_others_in_the_index(notebooks, fake_modules, tmp_path):
     out = tmp_path / "site"
     site.build("html", notebooks, out, modules=fake_modules)
