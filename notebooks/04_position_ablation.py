@@ -18,8 +18,8 @@
 #
 # - why self-attention without positions reads a sentence as a bag of words, checked on a model;
 # - how the sinusoidal positional encoding is built, and why moving k places is a rotation;
-# - to run an ablation: the same model with learned, sinusoidal or no positions, on a task that
-#   needs word order and on one that does not;
+# - to run an ablation: the same model with and without positions, on a task that needs word
+#   order and on one that does not; then learned against sinusoidal positions;
 # - why "removing it changed nothing" is a statement about the task, and how learned and
 #   sinusoidal positions differ in how fast they are learned and in their initial size.
 #
@@ -344,7 +344,8 @@ assert 5 < length["token"] / length["learned position"] < 15, "about ten times s
 # while the learned ones start about ten times shorter and must grow before the model can read
 # order from them: a likely reason for their slow start, not tested here. To test it, scale the
 # learned table to standard deviation $d^{-1/2}$ before training (under `torch.no_grad()`:
-# `model.pos.table.mul_(d ** -0.5 / LEARNED_POSITION_STD)`) and train again with `fit`.
+# `model.pos.table.mul_(d ** -0.5 / LEARNED_POSITION_STD)`) and train again with
+# `attnlab.train.fit`.
 
 # %% [markdown]
 # ## Try it: both models side by side
