@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -333,7 +334,7 @@ def import_keras():
             raise RuntimeError(f"KERAS_BACKEND is {os.environ['KERAS_BACKEND']!r}, attnlab "
                                "needs 'torch': unset it or export KERAS_BACKEND=torch, then "
                                "restart Python")
-    import keras
+    keras = importlib.import_module("keras")  # only now: after the backend is decided
 
     backend = keras.backend.backend()
     if backend != "torch":

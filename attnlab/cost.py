@@ -35,6 +35,11 @@ import numpy as np
 import torch
 from torch import nn
 
+# The autograd profiler, not its torch.profiler wrapper: same allocation records, without the
+# wrapper's first-use import of the compiler stack (seconds on a small machine).
+from torch.autograd.profiler import profile
+from torch.utils.flop_counter import FlopCounterMode
+
 from .checks import check_choice, check_int, check_number
 from .report import fmt
 from .scaling import loglog_slope  # noqa: F401  (one fit for the series; re-exported here)
@@ -117,10 +122,6 @@ def peak_memory(fn: Callable[[], object]) -> int:
     """
     if not callable(fn):
         raise TypeError(f"fn must be a zero-argument callable, got {type(fn).__name__}")
-    # The autograd profiler, not its torch.profiler wrapper: same allocation records, without
-    # the wrapper's first-use import of the compiler stack (seconds on a small machine).
-    from torch.autograd.profiler import profile
-
     with profile(profile_memory=True) as prof:
         result = fn()
         del result
@@ -147,8 +148,6 @@ def count_flops(fn: Callable[[], object]) -> int:
     """
     if not callable(fn):
         raise TypeError(f"fn must be a zero-argument callable, got {type(fn).__name__}")
-    from torch.utils.flop_counter import FlopCounterMode
-
     with FlopCounterMode(display=False) as counter:
         fn()
     return int(counter.get_total_flops())

@@ -1,17 +1,18 @@
-"""Synthetic movie reviews whose label is decided by one known word, and a word-order variant.
+"""The series' data: synthetic movie reviews whose deciding word is known, their vocabulary, and
+Fashion-MNIST (notebook 05).
 
 Real sentiment data cannot tell us which word *should* decide the label. These reviews can:
 every sentence is neutral filler plus sentiment words placed at recorded positions, so a model's
-attention can be scored against ground truth (notebook 03), and a task whose label depends only on
-word order shows what positional encodings are for (notebook 04).
+attention can be scored against ground truth. Two tasks, both binary (label 1 = positive,
+0 = negative, names in `LABELS`), 5-15 tokens each:
 
-Two tasks, both binary (label 1 = positive, 0 = negative, names in `LABELS`):
-
-- `make_reviews`: 5–15 tokens, exactly one sentiment word; its polarity is the label. Word order
-  does not matter: a bag of words solves it.
-- `make_order_reviews`: 5–15 tokens, one positive and one negative word; the label is the
-  polarity of whichever comes *first*. Both orders of the same words are equally likely, so the
-  bag of words carries no information about the label: a bag-of-words model cannot beat chance.
+- `make_contrast_reviews` (notebook 03's task): a sentiment word, "but", then a sentiment word
+  of the other polarity, among filler: "the plot was dull but the cast was superb". The word
+  after "but" decides, as in real reviews. Both orders of the same words are equally likely, so
+  the bag of words carries no information about the label: a model that cannot relate words to
+  each other (a bag of words, or attention made uniform) is at chance.
+- `make_reviews` (the bag task): exactly one sentiment word; its polarity is the label. Word
+  order does not matter: a bag of words solves it.
 
 Everything is deterministic given `seed`.
 """
@@ -25,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .attention import SHORT_ROW
+from .assets import fetch, read_idx
 from .checks import check_int, check_str
 
 LABELS = ("negative", "positive")  # LABELS[label]
@@ -50,12 +51,8 @@ NEUTRAL = (
 UNSEEN_POSITIVE = ("terrific", "splendid", "outstanding", "marvelous", "magnificent", "superior")
 UNSEEN_NEGATIVE = ("lousy", "dismal", "atrocious", "pathetic", "abysmal", "appalling")
 
+CONTRAST = "but"  # the word that says "what follows is what counts"
 MIN_LEN, MAX_LEN = 5, 15
-# `Reviews.tensors` pads every batch to at least this many columns. The extra PAD column is
-# never attended and changes no result, but rows of SHORT_ROW keys take torch's softmax kernel
-# instead of the written-out form, twice as fast (the measurement: `attnlab.attention.softmax`).
-# Softmax dominates the training time of these tiny models.
-TENSOR_WIDTH = SHORT_ROW
 
 _TOKEN = re.compile(r"\w+(?:'\w+)*")
 
@@ -118,7 +115,7 @@ class Reviews:
 
     def tensors(self, vocab: Vocab) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(token ids (N, T) padded with PAD, labels (N,), decisive positions (N,)), all int64."""
-        x = vocab.encode_batch(self.sentences, min_len=TENSOR_WIDTH)  # (N, T)
+        x = vocab.encode_batch(self.sentences)  # (N, T)
         y = torch.tensor(self.labels, dtype=torch.long)  # (N,)
         return x, y, torch.tensor(self.positions, dtype=torch.long)
 
@@ -160,15 +157,16 @@ def _place_one_word(rng, words, pos_words, neg_words) -> tuple[int, int]:
     return label, where
 
 
-def _place_two_words(rng, words, pos_words, neg_words) -> tuple[int, int]:
-    """One positive and one negative word at two distinct random positions; the label is the
-    polarity of the first of them."""
-    first, second = sorted(int(i) for i in rng.choice(len(words), size=2, replace=False))
-    label = int(rng.integers(2))  # 1: the positive word comes first
+def _place_contrast(rng, words, pos_words, neg_words) -> tuple[int, int]:
+    """A sentiment word, "but", and a word of the other polarity, at three random positions in
+    that order; the label is the polarity of the word after "but"."""
+    first, but, second = sorted(int(i) for i in rng.choice(len(words), size=3, replace=False))
+    label = int(rng.integers(2))  # 1: the word after "but" is positive
     good = pos_words[int(rng.integers(len(pos_words)))]
     bad = neg_words[int(rng.integers(len(neg_words)))]
-    words[first], words[second] = (good, bad) if label else (bad, good)
-    return label, first
+    words[first], words[but], words[second] = (bad, CONTRAST, good) if label else (
+        good, CONTRAST, bad)
+    return label, second
 
 
 def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
@@ -182,18 +180,19 @@ def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
     return _generate(n, seed, positive, negative, neutral, _place_one_word)
 
 
-def make_order_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
-                       negative: Sequence[str] = NEGATIVE,
-                       neutral: Sequence[str] = NEUTRAL) -> Reviews:
-    """`n` reviews of 5–15 tokens, each with one positive and one negative word at two distinct
-    random positions; the label is the polarity of the word that comes first, and `positions`
-    records that word.
+def make_contrast_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
+                          negative: Sequence[str] = NEGATIVE,
+                          neutral: Sequence[str] = NEUTRAL) -> Reviews:
+    """`n` reviews of 5–15 tokens: filler with a sentiment word, then "but", then a word of the
+    other polarity; the label is the polarity of the word after "but", and `positions` records
+    that word.
 
-    The two positions are an unordered uniform pair and which word takes the earlier one is a
+    The three positions are a uniform random triple and which polarity comes after "but" is a
     fair coin, independent of everything else: given the bag of words, both labels are exactly
-    equally likely. Hence no function of the bag (a model without positions) beats 50 %.
+    equally likely. Hence no function of the bag (a model without positions, or whose attention
+    is made uniform so that no word can single out another) beats 50 %.
     """
-    return _generate(n, seed, positive, negative, neutral, _place_two_words)
+    return _generate(n, seed, positive, negative, neutral, _place_contrast)
 
 
 class Vocab:
@@ -220,8 +219,8 @@ class Vocab:
     @classmethod
     def for_reviews(cls) -> Vocab:
         """The one vocabulary of both review tasks: PAD, UNK, then neutral, positive and negative
-        words in list order (so ids never depend on a data sample)."""
-        return cls([*NEUTRAL, *POSITIVE, *NEGATIVE])
+        words in list order, then "but" (so ids never depend on a data sample)."""
+        return cls([*NEUTRAL, *POSITIVE, *NEGATIVE, CONTRAST])
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -267,3 +266,19 @@ class Vocab:
         for i, r in enumerate(rows):
             x[i, : len(r)] = torch.tensor(r, dtype=torch.long)
         return x
+
+
+def load_fashion_mnist():
+    """((x_train, y_train), (x_test, y_test)) as `keras.datasets.fashion_mnist.load_data()`
+    returns them: uint8 images (N, 28, 28), uint8 labels (N,) — from the first verified local
+    copy (`attnlab.assets` says where it looks), downloaded the way Keras does only when there
+    is none anywhere (offline, that fails with an AssetError naming every place looked and the
+    fixing command)."""
+    def split(name):
+        x = read_idx(fetch(f"fashion-mnist/{name}-images"))  # (N, 28, 28) uint8
+        y = read_idx(fetch(f"fashion-mnist/{name}-labels"))  # (N,) uint8
+        if x.shape[0] != y.shape[0]:
+            raise ValueError(f"Fashion-MNIST {name}: {x.shape[0]} images but {y.shape[0]} labels")
+        return x, y
+
+    return split("train"), split("t10k")

@@ -11,11 +11,11 @@ Two tasks whose answers are known, so every claim about a decoder can be measure
   encoder-decoder; its cross-attention should read source position S-1-i for target step i
   (`alignment_share`).
 
-`generate` is the greedy (or sampled) decoding loop. The models train in float64: at this size
-it takes about 1.5× the time of float32 (measured: 4.2 s against 2.5 s for 400 sorter steps on
-one loaded thread), and with PyTorch's AVX2 and portable (ATEN_CPU_CAPABILITY=default) kernels
-the values notebook 07 prints agreed to 4 significant digits or more before rounding, the
-counts behind its accuracies exactly.
+`sample_next` picks one next token per row (greedy, temperature, top-k, top-p) and `generate`
+is the decoding loop around it. The models train with `attnlab.train.fit`, in float64
+(`attnlab.models.draw_float64`): at this size it takes about 1.5× the time of float32, and the
+values notebook 07 prints come out the same with PyTorch's AVX2 and portable
+(ATEN_CPU_CAPABILITY=default) kernels.
 """
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ import math
 import torch
 from torch import nn
 
-from .attention import causal_mask
 from .checks import check_bool, check_int, check_number, check_tensor
-from .decoder import DecoderOnly, EncoderDecoder
+from .models import DecoderOnly, EncoderDecoder, eval_mode
+from .probes import future_share
+from .train import fit, recipe
 
 DIGITS = 10  # token ids 0..9 are the digits themselves
 BOS, SEP = DIGITS, DIGITS + 1  # beginning of sequence; the separator before the answer
@@ -72,51 +73,61 @@ def loss_floor() -> float:
     return LENGTH * math.log(DIGITS) / (2 * LENGTH + 1)
 
 
+def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None,
+                generator: torch.Generator | None = None) -> torch.Tensor:
+    """One next token id per row of `logits` (B, V) -> (B,) int64.
+
+    The logits are divided by `temperature` (below 1 sharpens the distribution, above 1
+    flattens it; 0 means greedy: always the most likely token); `top_k` keeps only the k most
+    likely tokens; `top_p` keeps the smallest set of most likely tokens whose probability
+    reaches p (nucleus sampling). A token is then drawn from what is left, renormalised.
+    `top_k=1` is greedy as well.
+    """
+    check_tensor("logits", logits, floating=True)
+    if logits.dim() != 2:
+        raise ValueError(f"logits must have shape (B, V), got {tuple(logits.shape)}")
+    temperature = check_number("temperature", temperature, minimum=0.0)
+    if top_k is not None:
+        top_k = check_int("top_k", top_k, minimum=1)
+    if top_p is not None:
+        top_p = check_number("top_p", top_p, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    if temperature == 0.0 or top_k == 1:
+        return logits.argmax(dim=-1)  # (B,)   greedy
+    logits = logits / temperature  # (B, V)
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)   the k-th largest
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)  # (B, V)
+        before = probs.cumsum(dim=-1) - probs  # (B, V)   probability of the tokens ahead
+        drop = (before >= top_p).scatter(-1, order, before >= top_p)  # back to token order
+        logits = logits.masked_fill(drop, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+
+
 @torch.no_grad()
 def generate(model: nn.Module, prompt: torch.Tensor, steps: int, *,
              source: torch.Tensor | None = None, temperature: float = 0.0,
+             top_k: int | None = None, top_p: float | None = None,
              generator: torch.Generator | None = None) -> torch.Tensor:
     """Extend `prompt` (B, T0) by `steps` tokens, one at a time, each fed back as input.
 
-    temperature 0 is greedy decoding (always the most likely token); above 0 each token is drawn
-    from softmax(logits / temperature). With `source` (an encoder-decoder's input), the source
-    is encoded once and every step reads it through cross-attention. Returns (B, T0 + steps).
+    Each token comes from `sample_next` (temperature 0, the default, is greedy decoding). With
+    `source` (an encoder-decoder's input), the source is encoded once and every step reads it
+    through cross-attention. Returns (B, T0 + steps).
     """
     check_tensor("prompt", prompt, min_dim=2)
     steps = check_int("steps", steps, minimum=0)
-    temperature = check_number("temperature", temperature, minimum=0.0)
-    was_training = model.training
-    model.eval()
-    memory = None if source is None else model.encode(source)  # (B, S, d_model)
-    seq = prompt
-    for _ in range(steps):
-        logits = (model(seq) if memory is None else model.decode(seq, memory))[:, -1]  # (B, V)
-        if temperature == 0.0:
-            next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-        else:
-            probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-            next_token = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
-        seq = torch.cat([seq, next_token], dim=1)  # (B, T + 1)
-    model.train(was_training)
+    with eval_mode(model):
+        memory = None if source is None else model.encode(source)  # (B, S, d_model)
+        seq = prompt
+        for _ in range(steps):
+            logits = (model(seq) if memory is None else model.decode(seq, memory))[:, -1]  # (B, V)
+            token = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
+            seq = torch.cat([seq, token[:, None]], dim=1)  # (B, T + 1)
     return seq
-
-
-def _fit(model: nn.Module, loss_fn, n_steps: int, lr: float) -> list[float]:
-    """Adam on `loss_fn(step)` for n_steps, the learning rate falling linearly from lr to 0 (the
-    last steps settle instead of jumping about); returns the loss of every step."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel per step
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / n_steps)
-    losses = []
-    model.train()
-    for step in range(n_steps):
-        loss = loss_fn(step)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
 
 
 def next_token_loss(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
@@ -125,18 +136,18 @@ def next_token_loss(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(logits.flatten(0, 1), seqs[:, 1:].flatten())
 
 
-def train_sorter(causal: bool = True, seed: int = 0, **recipe) -> tuple[DecoderOnly, list[float]]:
+def train_sorter(causal: bool = True, seed: int = 0, **overrides) -> tuple[DecoderOnly, list]:
     """A `DecoderOnly` trained on `sort_task` by SORT_RECIPE (keyword overrides allowed), with
     or without the causal mask. Every step draws new sequences. Returns (model, losses)."""
     check_bool("causal", causal)
-    r = _recipe(SORT_RECIPE, recipe)
+    r = recipe(SORT_RECIPE, overrides)
     data = sort_task(r["steps"] * r["batch_size"], seed=seed + 1)  # (steps * B, 2L + 2)
     with torch.random.fork_rng(devices=[]):  # seed the weights without touching the caller's RNG
         torch.manual_seed(seed)
         model = DecoderOnly(VOCAB, r["d_model"], r["n_heads"], r["d_ff"], max_len=2 * LENGTH + 2,
-                            causal=causal).to(DTYPE)
-    batches = data.split(r["batch_size"])
-    losses = _fit(model, lambda step: next_token_loss(model, batches[step]), r["steps"], r["lr"])
+                            causal=causal, dtype=DTYPE)
+    losses = fit(model, data.split(r["batch_size"]), next_token_loss, lr=r["lr"],
+                 decay_steps=r["steps"])
     return model, losses
 
 
@@ -152,7 +163,8 @@ def evaluate_sorter(model: DecoderOnly, seqs: torch.Tensor) -> dict:
     - `future`: the share of attention weight that queries put on later positions (mean over
       blocks, heads, queries and sequences).
     """
-    logits, maps = model(seqs[:, :-1], return_attention=True)  # (B, 2L + 1, V), [(B, H, T, T)]
+    with eval_mode(model):
+        logits, maps = model.run(seqs[:, :-1])  # (B, 2L + 1, V), [(B, H, T, T)]
     loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), seqs[:, 1:].reshape(-1))
     answer = seqs[:, LENGTH + 2:]  # (B, L)   the sorted digits
     teacher_forced = (logits[:, LENGTH + 1:].argmax(-1) == answer).double().mean()
@@ -162,50 +174,19 @@ def evaluate_sorter(model: DecoderOnly, seqs: torch.Tensor) -> dict:
             "future": sum(future_share(w) for w in maps) / len(maps)}
 
 
-def future_share(weights: torch.Tensor) -> float:
-    """Mean share of each query's attention on keys after it, for weights (..., T, T)."""
-    T = weights.shape[-1]
-    future = ~causal_mask(T)  # (T, T)   True above the diagonal
-    return float((weights * future).sum(-1).mean())
-
-
-def train_reverser(seed: int = 0, **recipe) -> tuple[EncoderDecoder, list[float]]:
+def train_reverser(seed: int = 0, **overrides) -> tuple[EncoderDecoder, list[float]]:
     """An `EncoderDecoder` trained on `reverse_task` by REVERSE_RECIPE; returns (model, losses)."""
-    r = _recipe(REVERSE_RECIPE, recipe)
+    r = recipe(REVERSE_RECIPE, overrides)
     src, tgt = reverse_task(r["steps"] * r["batch_size"], seed=seed + 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = EncoderDecoder(DIGITS, VOCAB, r["d_model"], r["n_heads"], r["d_ff"],
-                               max_len=LENGTH + 1).to(DTYPE)
-    src_b, tgt_b = src.split(r["batch_size"]), tgt.split(r["batch_size"])
+                               max_len=LENGTH + 1, dtype=DTYPE)
 
-    def loss_fn(step):
-        logits = model(src_b[step], tgt_b[step][:, :-1])  # (B, L, V)
-        return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_b[step][:, 1:].flatten())
+    def loss_fn(model, batch):  # teacher forcing: read target[:, :-1], predict target[:, 1:]
+        src_b, tgt_b = batch
+        logits = model(src_b, tgt_b[:, :-1])  # (B, L, V)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_b[:, 1:].flatten())
 
-    return model, _fit(model, loss_fn, r["steps"], r["lr"])
-
-
-@torch.no_grad()
-def alignment_share(cross_weights: torch.Tensor) -> float:
-    """Mean cross-attention weight that target step i puts on source position S - 1 - i (the
-    digit it must write when reversing), for weights (B, H, T, S) with T = S."""
-    check_tensor("cross_weights", cross_weights, min_dim=2)
-    T, S = cross_weights.shape[-2:]
-    if T != S:
-        raise ValueError(f"cross_weights must be square in its last two dimensions (T = S), "
-                         f"got shape {tuple(cross_weights.shape)}")
-    steps = torch.arange(T)
-    return float(cross_weights[..., steps, S - 1 - steps].mean())
-
-
-def _recipe(defaults: dict, overrides: dict) -> dict:
-    unknown = set(overrides) - set(defaults)
-    if unknown:
-        raise TypeError(f"unknown recipe keys {sorted(unknown)}; "
-                        f"expected some of {sorted(defaults)}")
-    r = {**defaults, **overrides}
-    for name in ("d_model", "n_heads", "d_ff", "batch_size", "steps"):
-        check_int(name, r[name], minimum=1)
-    check_number("lr", r["lr"], minimum=0.0, exclusive_minimum=True)
-    return r
+    batches = zip(src.split(r["batch_size"]), tgt.split(r["batch_size"]))
+    return model, fit(model, batches, loss_fn, lr=r["lr"], decay_steps=r["steps"])

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
+from tokenizers import BertWordPieceTokenizer
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import EncoderBlock
+from . import assets
+from .blocks import EncoderBlock
 from .checks import check_int, check_str
 
 #: the three files of the model, as `attnlab.assets` names them
@@ -225,8 +228,6 @@ def _bert_tokenizer(vocab_file):
     """BERT's uncased WordPiece tokenizer from vocab.txt: clean text (drop control characters),
     split punctuation and CJK characters, lower-case, strip accents, then greedy longest-match
     word pieces ("##" continues a word); [CLS] ... [SEP] around each text."""
-    from tokenizers import BertWordPieceTokenizer
-
     return BertWordPieceTokenizer(str(vocab_file), lowercase=True, clean_text=True,
                                   handle_chinese_chars=True, strip_accents=None)
 
@@ -277,8 +278,6 @@ def model_files(path=None) -> dict[str, Path]:
     package). A folder: its model.safetensors, vocab.txt and config.json; the weights and the
     vocabulary must match the published sha256 (config.json may be re-formatted, it is validated
     by reading it)."""
-    from . import assets
-
     if path is None:
         return {name.split("/")[1]: assets.require(name) for name in ASSET_NAMES}
     if not isinstance(path, (str, os.PathLike)):
@@ -316,8 +315,6 @@ def load_minilm(path=None, max_length: int = DEFAULT_MAX_LENGTH) -> MiniLM:
     or a folder holding model.safetensors, vocab.txt and config.json; the weights and the vocabulary
     are sha256-checked either way. max_length: the longest input in word pieces (2..512).
     """
-    from safetensors.torch import load_file
-
     files = model_files(path)
     config = _read_config(files["config.json"])
     model = MiniLM(config, files["vocab.txt"], max_length=max_length)

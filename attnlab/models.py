@@ -1,22 +1,29 @@
-"""TinyTransformer: the small from-scratch text classifier of notebooks 03 and 04.
+"""The small models the series trains, all stacked from `attnlab.blocks`.
 
-token ids -> embedding (+ positions) -> encoder block(s) from `attnlab.attention` -> mean over the
-real (non-PAD) tokens -> linear head. Small enough to train in seconds on a laptop CPU, and every
-layer's attention weights can be read back (`get_attention_maps`) or constrained (`attend`).
+- `TinyTransformer`: an encoder classifier (notebooks 03, 04, 06): token ids -> embedding
+  (+ positions) -> encoder block(s) -> mean over the real (non-PAD) tokens -> linear head.
+- `DecoderOnly`: a next-token model (notebooks 04 and 07): embedding -> decoder blocks without
+  cross-attention -> a linear head over the vocabulary.
+- `EncoderDecoder`: the original Transformer's shape, small (notebook 07).
+
+One convention for attention maps: every model's `attention_maps(...)` returns a list with one
+(B, H, T, S) weight tensor per layer, computed in eval mode without gradients, by the same code
+as the forward pass. Every model takes `positions` ("learned", "sinusoidal", "rotary" or "none")
+and `dtype`: `torch.float64` draws the initial weights in float64 (`draw_float64`), which is what
+the notebooks train, so their printed results come out the same on any CPU.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import numpy as np
 import torch
 from torch import nn
 
-from .attention import EncoderBlock, PositionalEncoding
-from .checks import check_choice, check_int, check_tensor
+from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
+from .checks import check_bool, check_choice, check_int, check_tensor
 
-POSITIONS = ("learned", "sinusoidal", "none")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 LEARNED_POSITION_STD = 0.02  # the std at which PositionalEncoding("learned") draws its table
 
 
@@ -33,84 +40,104 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
         model.train(was_training)
 
 
+class Embedding(nn.Module):
+    """Token vectors, plus position vectors for learned or sinusoidal positions.
+
+    Token vectors start with length ~1 (std d^-1/2) rather than PyTorch's std 1 (length ~√d):
+    a position signal of the same size is then not drowned out. (With std 1, notebook 04's order
+    task stays near chance for many epochs with learned positions.) The PAD row is zero.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, positions: str,
+                 pad_id: int | None = None):
+        super().__init__()
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
+        if pad_id is not None:
+            with torch.no_grad():
+                self.tokens.weight[pad_id].zero_()
+        added = positions in ("learned", "sinusoidal")  # rotary acts inside attention instead
+        self.pos = PositionalEncoding(d_model, max_len, kind=positions) if added else None
+
+    def forward(self, ids: torch.Tensor, name: str = "x") -> torch.Tensor:
+        """ids (B, T) int64 -> (B, T, d_model); a wrong input is refused with its name."""
+        check_tensor(name, ids)
+        if ids.dtype != torch.long or ids.dim() != 2:
+            raise TypeError(f"{name} must be an int64 tensor of token ids (B, T), got "
+                            f"{ids.dtype} of shape {tuple(ids.shape)}")
+        if ids.numel() and not ids.is_meta:  # (a meta tensor has shapes, no values to check)
+            low, high = torch.aminmax(ids)
+            if low < 0 or high >= self.vocab_size:
+                raise ValueError(f"{name} must hold token ids in 0..{self.vocab_size - 1}, "
+                                 f"got ids {int(low)}..{int(high)}")
+        h = self.tokens(ids)  # (B, T, d_model)
+        return h if self.pos is None else self.pos(h)  # + PE[:T]
+
+
+@torch.no_grad()
+def draw_float64(model: nn.Module, pad_id: int | None = None) -> nn.Module:
+    """Redraw every weight of `model` in float64 with PyTorch's usual distributions and make the
+    model float64; returns it.
+
+    Why: torch's float32 `normal_`/`uniform_` kernels give other last bits on other CPUs, and
+    training amplifies that into other accuracies; float64 `rand`/`randn` give the same numbers
+    everywhere, and float64 arithmetic keeps each step's differences near 1e-16. The cost is
+    1.3-1.5x the time of float32 (measured in the notebooks' training). Linear layers get
+    U(±1/√fan_in) (nn.Linear's default), token tables N(0, 1/d), learned position tables
+    N(0, LEARNED_POSITION_STD²); LayerNorms stay at 1 and 0.
+    """
+    def draw(p, std=None, bound=None):  # N(0, std²) or U(-bound, bound)
+        r = (torch.randn(p.shape, dtype=torch.float64) * std if std is not None
+             else (torch.rand(p.shape, dtype=torch.float64) * 2 - 1) * bound)
+        return nn.Parameter(r, requires_grad=p.requires_grad)
+
+    model.to(torch.float64)
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            bound = module.in_features ** -0.5
+            module.weight = draw(module.weight, bound=bound)
+            if module.bias is not None:
+                module.bias = draw(module.bias, bound=bound)
+        elif isinstance(module, nn.Embedding):
+            module.weight = draw(module.weight, std=module.embedding_dim ** -0.5)
+            if module.padding_idx is not None:
+                module.weight[module.padding_idx] = 0.0
+        elif isinstance(module, PositionalEncoding) and module.kind == "learned":
+            module.table = draw(module.table, std=LEARNED_POSITION_STD)
+    return model
+
+
+def _check_sizes(dtype, positions, **sizes) -> None:
+    check_choice("dtype", dtype, (torch.float32, torch.float64))
+    check_choice("positions", positions, POSITIONS)
+    for name, value in sizes.items():
+        check_int(name, value, minimum=1)
+
+
 class TinyTransformer(nn.Module):
-    """A one-block (by default) Transformer encoder classifier.
+    """A Transformer encoder classifier, one block by default.
 
-    `positions` is "learned", "sinusoidal" or "none". Without positions the encoder is
-    permutation-equivariant and the pooled output is a function of the bag of tokens only —
-    notebook 04 measures what that costs. `pad_id` tokens are never attended to and are left out
-    of the mean pooling, so padding cannot change a prediction.
-
-    `dtype=torch.float64` gives a model whose training comes out the same on any CPU, which is
-    what notebooks 03 and 04 print from: its initial weights are drawn in float64 (same
-    distributions), because torch's float32 `normal_`/`uniform_` kernels differ in the last bit
-    between CPUs while float64 `rand`/`randn` do not; float64 arithmetic then keeps each step's
-    differences near 1e-16. Float32 trajectories of notebook 04's order task, started one ulp
-    apart, end several test reviews apart. The cost: 1.3-1.5x the time of float32 (measured).
+    Without positions the encoder is permutation-equivariant and the pooled output is a function
+    of the bag of tokens only; notebook 04 measures what that costs. `pad_id` tokens are never
+    attended to and are left out of the mean pooling, so padding cannot change a prediction.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 64,
                  n_layers: int = 1, n_classes: int = 2, positions: str = "learned",
                  max_len: int = 64, pad_id: int = 0, dtype: torch.dtype = torch.float32):
         super().__init__()
-        check_choice("dtype", dtype, (torch.float32, torch.float64))
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
-                            ("n_layers", n_layers), ("n_classes", n_classes), ("max_len", max_len)):
-            check_int(name, value, minimum=1)
-        check_choice("positions", positions, POSITIONS)
-        check_int("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
-        self.vocab_size, self.max_len = vocab_size, max_len
-        self.pad_id, self.positions = pad_id, positions
-        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        # Token vectors start with norm ~1 (std 1/sqrt(d)) rather than PyTorch's std 1 (norm
-        # ~sqrt(d)): a position signal of the same size is then not drowned out. With std 1 the
-        # order task of notebook 04 stays near chance after 12 epochs with learned positions.
-        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)
-        with torch.no_grad():
-            self.embed.weight[pad_id].zero_()
-        self.pos = (None if positions == "none"
-                    else PositionalEncoding(d_model, max_len, kind=positions))
-        self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff) for _ in range(n_layers))
+        _check_sizes(dtype, positions, vocab_size=vocab_size, d_model=d_model,
+                     n_layers=n_layers, n_classes=n_classes, max_len=max_len)
+        self.pad_id = check_int("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
+        self.vocab_size, self.max_len, self.positions = vocab_size, max_len, positions
+        self.embed = Embedding(vocab_size, d_model, max_len, positions, pad_id)
+        self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff,
+                                                 rotary=positions == "rotary")
+                                    for _ in range(n_layers))
         self.head = nn.Linear(d_model, n_classes)
         if dtype == torch.float64:
-            self._draw_in_float64()
-
-    @torch.no_grad()
-    def _draw_in_float64(self) -> None:
-        """Redraw every weight in float64 from the global generator, with the float32 init's
-        distributions, and make the model float64: the same numbers on every CPU."""
-        def draw(p, std=None, bound=None):  # N(0, std²) or U(-bound, bound)
-            r = (torch.randn(p.shape, dtype=torch.float64) * std if std is not None
-                 else (torch.rand(p.shape, dtype=torch.float64) * 2 - 1) * bound)
-            return nn.Parameter(r, requires_grad=p.requires_grad)
-
-        self.to(torch.float64)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):  # nn.Linear's default: U(±1/sqrt(fan_in))
-                bound = module.in_features ** -0.5
-                module.weight = draw(module.weight, bound=bound)
-                if module.bias is not None:
-                    module.bias = draw(module.bias, bound=bound)
-        self.embed.weight = draw(self.embed.weight, std=self.embed.embedding_dim ** -0.5)
-        self.embed.weight[self.pad_id] = 0.0
-        if self.positions == "learned":
-            self.pos.table = draw(self.pos.table, std=LEARNED_POSITION_STD)
-
-    def _check_input(self, x, attend):
-        check_tensor("x", x)
-        if x.dtype != torch.long:
-            raise TypeError(f"x must be an int64 tensor of token ids, got dtype {x.dtype}")
-        if x.dim() != 2 or x.shape[1] > self.max_len:
-            raise ValueError(f"x must have shape (B, T) with T <= max_len={self.max_len}, "
-                             f"got shape {tuple(x.shape)}")
-        if x.numel():
-            low, high = torch.aminmax(x)
-            if low < 0 or high >= self.vocab_size:
-                raise ValueError(f"x must hold token ids in 0..{self.vocab_size - 1}, "
-                                 f"got ids {int(low)}..{int(high)}")
-        if attend is not None and check_tensor("attend", attend).shape != x.shape:
-            raise ValueError(f"attend must be a bool tensor shaped like x {tuple(x.shape)}, "
-                             f"got shape {tuple(attend.shape)}")
+            draw_float64(self)
 
     def encode(self, x: torch.Tensor, attend: torch.Tensor | None = None):
         """Token states and attention maps.
@@ -119,13 +146,14 @@ class TinyTransformer(nn.Module):
         token (an intervention; padding is always hidden anyway). Returns the states (B, T, d)
         after the last block and a list with one (B, H, T, T) weight tensor per layer.
         """
-        self._check_input(x, attend)
-        keep = x != self.pad_id  # (B, T)   real tokens
-        visible = keep if attend is None else keep & attend.bool()  # (B, T)
+        h = self.embed(x)  # (B, T, d)   token vector (+ position vector)
+        if attend is not None and check_tensor("attend", attend).shape != x.shape:
+            raise ValueError(f"attend must be a bool tensor shaped like x {tuple(x.shape)}, "
+                             f"got shape {tuple(attend.shape)}")
+        visible = x != self.pad_id  # (B, T)   real tokens
+        if attend is not None:
+            visible = visible & attend.bool()
         mask = visible[:, None, None, :]  # (B, 1, 1, T)   broadcast over heads and queries
-        h = self.embed(x)  # (B, T, d)
-        if self.pos is not None:
-            h = self.pos(h)  # (B, T, d)   + PE[:T]
         maps = []
         for block in self.blocks:
             h, weights = block(h, mask)  # (B, T, d), (B, H, T, T)
@@ -135,13 +163,13 @@ class TinyTransformer(nn.Module):
     def forward(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits (B, n_classes): the mean of the real tokens' states, then the head."""
         h, _ = self.encode(x, attend)  # (B, T, d)
-        keep = (x != self.pad_id).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
-        pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1.0)  # (B, d)   masked mean
+        real = (x != self.pad_id).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
+        pooled = (h * real).sum(1) / real.sum(1).clamp(min=1.0)  # (B, d)   masked mean
         return self.head(pooled)  # (B, n_classes)
 
     @torch.no_grad()
-    def get_attention_maps(self, x: torch.Tensor,
-                           attend: torch.Tensor | None = None) -> list[torch.Tensor]:
+    def attention_maps(self, x: torch.Tensor,
+                       attend: torch.Tensor | None = None) -> list[torch.Tensor]:
         """One (B, H, T, T) attention-weight tensor per layer (eval mode, no gradients)."""
         with eval_mode(self):
             return self.encode(x, attend)[1]
@@ -153,40 +181,108 @@ class TinyTransformer(nn.Module):
             return torch.softmax(self(x, attend), dim=-1)
 
 
-def attention_received(weights: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-    """How much attention each token receives: for every key, the mean over the real query
-    tokens of its weight (a column mean of each weight matrix, padding rows left out).
+class DecoderOnly(nn.Module):
+    """A next-token model: embeddings -> `DecoderBlock`s without cross-attention -> a linear head.
 
-    weights (B, H, T, T), real (B, T) bool (True = a real token, not padding) -> (B, H, T).
+    Logits at position t score the token at t + 1. With `causal=True` (always, in real use)
+    position t sees tokens 0..t only; `causal=False` lets it see the whole sequence, which
+    notebook 07 trains to show what leaks. `norm="pre"` adds the final LayerNorm that pre-norm
+    stacks end with. `n_kv_heads` < n_heads is grouped-query attention.
     """
-    queries = real[:, None, :, None].to(weights.dtype)  # (B, 1, T, 1)   1 = a real query
-    n_real = queries.sum(-2).clamp(min=1.0)  # (B, 1, 1)
-    return (weights * queries).sum(-2) / n_real  # (B, H, T)
+
+    def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 2, d_ff: int = 64,
+                 n_layers: int = 1, max_len: int = 32, causal: bool = True,
+                 positions: str = "learned", norm: str = "post", n_kv_heads: int | None = None,
+                 dtype: torch.dtype = torch.float32):
+        super().__init__()
+        _check_sizes(dtype, positions, vocab_size=vocab_size, d_model=d_model,
+                     n_layers=n_layers, max_len=max_len)
+        self.causal = check_bool("causal", causal)
+        self.positions = positions
+        self.embed = Embedding(vocab_size, d_model, max_len, positions)
+        self.blocks = nn.ModuleList(
+            DecoderBlock(d_model, n_heads, d_ff, norm=norm, cross=False, n_kv_heads=n_kv_heads,
+                         rotary=positions == "rotary") for _ in range(n_layers))
+        self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else None
+        self.head = nn.Linear(d_model, vocab_size)
+        if dtype == torch.float64:
+            draw_float64(self)
+
+    def run(self, x: torch.Tensor, mask: torch.Tensor | None = None):
+        """Next-token logits (B, T, vocab_size) and the self-attention maps, one (B, H, T, T) per
+        block. `mask` replaces the causal mask (default: causal, or all-True if not `causal`)."""
+        h = self.embed(x)  # (B, T, d_model)
+        if mask is None and not self.causal:
+            mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device)
+        maps = []
+        for block in self.blocks:
+            h, weights, _ = block(h, mask=mask)  # (B, T, d_model), (B, H, T, T)
+            maps.append(weights)
+        if self.final_norm is not None:
+            h = self.final_norm(h)
+        return self.head(h), maps  # (B, T, vocab_size)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T) token ids -> next-token logits (B, T, vocab_size)."""
+        return self.run(x, mask)[0]
+
+    @torch.no_grad()
+    def attention_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """One (B, H, T, T) self-attention weight tensor per block (eval mode, no gradients)."""
+        with eval_mode(self):
+            return self.run(x)[1]
 
 
-@torch.no_grad()
-def attention_hit_rate(model: TinyTransformer, x: torch.Tensor, positions: torch.Tensor) -> dict:
-    """How often the most-attended token is the decisive one, per layer and head.
+class EncoderDecoder(nn.Module):
+    """The original Transformer's shape, small: `EncoderBlock`s read the source, `DecoderBlock`s
+    write the target one token at a time, reading the source through cross-attention."""
 
-    "Most attended" = the key that receives the most attention averaged over the real query
-    tokens of a sentence. Returns a dict of NumPy arrays: `per_head` (layers, H) hit rates,
-    `head_mean` (layers,) the hit rate of the heads' mean map, and `chance` (a float), the rate
-    of picking a real token uniformly at random (the mean of 1 / length).
-    """
-    if not isinstance(model, TinyTransformer):
-        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
-    check_tensor("x", x, min_dim=2)
-    if check_tensor("positions", positions).shape != (x.shape[0],):
-        raise ValueError(f"positions must be a tensor of shape ({x.shape[0]},), one per row of x, "
-                         f"got shape {tuple(positions.shape)}")
-    keep = x != model.pad_id  # (B, T)
-    n_real = keep.sum(1).clamp(min=1)  # (B,)
-    per_head, head_mean = [], []
-    for weights in model.get_attention_maps(x):  # (B, H, T, T)
-        received = attention_received(weights, keep)  # (B, H, T_k)
-        top = received.argmax(-1)  # (B, H)
-        per_head.append((top == positions[:, None]).float().mean(0).numpy())  # (H,)
-        top_mean = received.mean(1).argmax(-1)  # (B,)
-        head_mean.append(float((top_mean == positions).float().mean()))
-    return {"per_head": np.stack(per_head), "head_mean": np.array(head_mean),
-            "chance": float((1.0 / n_real.double()).mean())}
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 32, n_heads: int = 1,
+                 d_ff: int = 64, n_layers: int = 1, max_len: int = 32,
+                 positions: str = "learned", dtype: torch.dtype = torch.float32):
+        super().__init__()
+        _check_sizes(dtype, positions, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
+                     d_model=d_model, n_layers=n_layers, max_len=max_len)
+        rotary = positions == "rotary"
+        self.src_embed = Embedding(src_vocab, d_model, max_len, positions)
+        self.encoder = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, rotary=rotary)
+                                     for _ in range(n_layers))
+        self.tgt_embed = Embedding(tgt_vocab, d_model, max_len, positions)
+        self.decoder = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, rotary=rotary)
+                                     for _ in range(n_layers))
+        self.head = nn.Linear(d_model, tgt_vocab)
+        if dtype == torch.float64:
+            draw_float64(self)
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """src (B, S) token ids -> the encoder's output (B, S, d_model); no mask: every source
+        position sees every other."""
+        h = self.src_embed(src, "src")  # (B, S, d_model)
+        for block in self.encoder:
+            h, _ = block(h)
+        return h
+
+    def run(self, tgt: torch.Tensor, memory: torch.Tensor):
+        """Next-token logits (B, T, tgt_vocab) for the target so far, reading `memory`
+        (B, S, d_model) from `encode`, and the cross-attention maps, one (B, H, T, S) per block."""
+        h = self.tgt_embed(tgt, "tgt")  # (B, T, d_model)
+        maps = []
+        for block in self.decoder:
+            h, _, cross = block(h, memory)  # (B, T, d_model), (B, H, T, S)
+            maps.append(cross)
+        return self.head(h), maps  # (B, T, tgt_vocab)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        """tgt (B, T) token ids so far, memory (B, S, d_model) -> logits (B, T, tgt_vocab)."""
+        return self.run(tgt, memory)[0]
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: the logits for every target position at once, (B, T, tgt_vocab)."""
+        return self.decode(tgt, self.encode(src))
+
+    @torch.no_grad()
+    def attention_maps(self, src: torch.Tensor, tgt: torch.Tensor) -> list[torch.Tensor]:
+        """The cross-attention weights, one (B, H, T, S) tensor per decoder block: which source
+        position each target position reads (eval mode, no gradients)."""
+        with eval_mode(self):
+            return self.run(tgt, self.encode(src))[1]

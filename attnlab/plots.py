@@ -149,22 +149,24 @@ def against_temperature(taus, peaks, marks=(), n_keys: int = 16, title=None):
 
 
 def training_curves(history: dict, title=None):
-    """Loss and accuracy per epoch, train against test, from the history `attnlab.train.fit`
-    returns. Returns the Figure."""
-    keys = ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")
+    """Loss per epoch (train and test) and test accuracy, from the history
+    `attnlab.train.fit_classifier` returns. Returns the Figure."""
+    keys = ("epoch", "train_loss", "test_loss", "test_acc")
     missing = [k for k in keys if k not in history]
     if missing:
         raise ValueError(f"history is missing {missing}; expected the dict "
-                         f"attnlab.train.fit returns")
+                         f"attnlab.train.fit_classifier returns")
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
-    for ax, metric, label in ((ax_loss, "loss", "cross-entropy loss"), (ax_acc, "acc", "accuracy")):
-        ax.plot(history["epoch"], history[f"train_{metric}"], "o-", label="train")
-        ax.plot(history["epoch"], history[f"test_{metric}"], "s--", label="test")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
+    ax_loss.plot(history["epoch"], history["train_loss"], "o-", label="train")
+    ax_loss.plot(history["epoch"], history["test_loss"], "s--", label="test")
+    ax_loss.set_ylabel("cross-entropy loss")
+    ax_loss.legend(loc="upper right")
+    ax_acc.plot(history["epoch"], history["test_acc"], "s--", color="C1", label="test")
+    ax_acc.set_ylabel("test accuracy")
     ax_acc.set_ylim(0.0, 1.02)
-    ax_acc.legend(loc="lower right")
+    for ax in (ax_loss, ax_acc):
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

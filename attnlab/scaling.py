@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .attention import scaled_dot_product_attention
-from .checks import check_int
+from .checks import check_int, check_number
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -128,8 +128,6 @@ def peak_weight_at_temperature(temperature: float, d_k: int = 64, n_keys: int = 
     uniform (1/n_keys), a smaller one sharpens them towards one-hot. Every τ sees the same draw
     of queries and keys (one seed), so the curve against τ is smooth.
     """
-    from .checks import check_int, check_number
-
     temperature = check_number("temperature", temperature, minimum=0.0, exclusive_minimum=True)
     d_k = check_int("d_k", d_k, minimum=1)
     n_keys = check_int("n_keys", n_keys, minimum=2)

@@ -1,20 +1,22 @@
-"""Training: one seeded loop for every TinyTransformer in the series, and notebook 03's recipe.
+"""Training: the one loop every model in the series is trained with, and notebook 03's recipe.
 
-`fit` is plain minibatch Adam with an evaluation after each epoch; it returns the history the
-plots draw. Its progress display is one printed line per epoch with rounded numbers: it shows up
-live in JupyterLab and, being deterministic, strict nbval can compare it (pass verbose=False to
-stay quiet). `train_classifier` builds data, vocabulary and model and trains them by `RECIPE` in
-one call, which is what notebooks 03/04/06 and the sentiment app use.
+`fit` is plain Adam over a sequence of batches, optionally with a warm-up and a linear decay of
+the learning rate; it returns the loss of every step. `fit_classifier` drives it epoch by epoch
+for a classifier and evaluates on the test set after each epoch (one printed line per epoch with
+rounded numbers when verbose: deterministic, so strict nbval can compare it).
+`train_classifier` builds data, vocabulary and model and trains them by `RECIPE` in one call:
+notebook 03's model, which notebooks 04 and 06 and the sentiment app reuse.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .checks import check_bool, check_choice, check_int, check_number
-from .data import Reviews, Vocab, make_order_reviews, make_reviews
+from .data import Reviews, Vocab, make_contrast_reviews, make_reviews
 from .models import TinyTransformer, eval_mode
 
 # Notebook 03's recipe: model size, optimiser and data size.
@@ -23,17 +25,64 @@ RECIPE = {
     "lr": 3e-3, "batch_size": 64, "epochs": 12,  # Adam, minibatches, passes over the data
     "n_train": 1600, "n_test": 400,  # reviews
 }
-TASKS = {"reviews": make_reviews, "order": make_order_reviews}
+# "contrast": notebook 03's task (the word after "but" decides); "bag": one sentiment word.
+TASKS = {"contrast": make_contrast_reviews, "bag": make_reviews}
 
 
-def with_recipe(defaults: dict, overrides: dict) -> dict:
-    """`defaults` with some entries replaced; a key the recipe does not have is a TypeError
-    (like an unknown keyword argument), so a typo such as `epoch=3` cannot pass unnoticed."""
+def recipe(defaults: dict, overrides: dict) -> dict:
+    """`defaults` with some entries replaced, each checked: a key the recipe does not have is a
+    TypeError (like an unknown keyword argument, so `epoch=3` cannot pass unnoticed); sizes must
+    be positive ints and the learning rate a positive number."""
     unknown = set(overrides) - set(defaults)
     if unknown:
         raise TypeError(f"unknown recipe keys {sorted(unknown)}; "
                         f"expected some of {sorted(defaults)}")
-    return {**defaults, **overrides}
+    r = {**defaults, **overrides}
+    for name, value in r.items():
+        if name == "lr":
+            check_number("lr", value, minimum=0.0, exclusive_minimum=True)
+        elif isinstance(defaults[name], int) and not isinstance(defaults[name], bool):
+            check_int(name, value, minimum=0 if name == "warmup" else 1)
+    return r
+
+
+def fit(model: nn.Module, batches: Iterable, loss_fn: Callable, *, lr: float,
+        warmup: int = 0, decay_steps: int | None = None,
+        after_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """The one training loop: for each batch, loss_fn(model, batch), gradients, one Adam step.
+
+    `warmup` steps raise the learning rate linearly from lr/warmup to lr; with `decay_steps` it
+    then falls linearly to 0 at that step (the last steps settle instead of jumping about).
+    `after_step(step, loss)` runs after every step (an evaluation, a progress line). The model
+    trains in train mode and is left in eval mode, also when a step raises. Returns the loss of
+    every step. The same model, batches and seed give the same weights bit for bit (one thread).
+    """
+    lr = check_number("lr", lr, minimum=0.0, exclusive_minimum=True)
+    warmup = check_int("warmup", warmup, minimum=0)
+
+    def factor(step: int) -> float:  # the learning rate of step `step`, as a fraction of lr
+        rise = min(1.0, (step + 1) / warmup) if warmup else 1.0
+        return rise * (1.0 - step / decay_steps if decay_steps else 1.0)
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel per step
+    schedule = (torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+                if warmup or decay_steps else None)
+    losses = []
+    model.train()
+    try:
+        for step, batch in enumerate(batches):
+            loss = loss_fn(model, batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if schedule is not None:
+                schedule.step()
+            losses.append(loss.item())
+            if after_step is not None:
+                after_step(step, losses[-1])
+    finally:
+        model.eval()
+    return losses
 
 
 @torch.no_grad()
@@ -51,56 +100,60 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     return total_loss / len(y), correct / len(y)
 
 
-def fit(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
-        y_test: torch.Tensor, *, epochs: int = RECIPE["epochs"], lr: float = RECIPE["lr"],
-        batch_size: int = RECIPE["batch_size"], seed: int = 0, verbose: bool = True) -> dict:
-    """Train with Adam on shuffled minibatches; evaluate on the test set after every epoch.
+def shuffled_batches(n: int, batch_size: int, epochs: int, seed: int) -> Iterator[torch.Tensor]:
+    """Index minibatches: each epoch a new random order of 0..n-1 (from a generator seeded with
+    `seed`), cut into batches of `batch_size` (the last one may be shorter)."""
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        yield from torch.randperm(n, generator=generator).split(batch_size)
 
-    The batch order comes from a generator seeded with `seed`, so the same model, data and seed
-    give the same weights bit for bit (on one thread). Returns the history: a dict of equal-length
-    lists `epoch`, `train_loss`, `train_acc`, `test_loss`, `test_acc`.
+
+def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor,
+                   x_test: torch.Tensor, y_test: torch.Tensor, *, epochs: int = RECIPE["epochs"],
+                   lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
+                   seed: int = 0, verbose: bool = False) -> dict:
+    """Train a classifier with `fit` on shuffled minibatches, `epochs` passes over the training
+    set, and evaluate on the test set after every epoch.
+
+    Returns the history: a dict of equal-length lists `epoch`, `train_loss` (the mean loss of the
+    epoch's steps, taken while the model was still learning), `test_loss` and `test_acc`.
     """
     epochs = check_int("epochs", epochs, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    lr = check_number("lr", lr, minimum=0, exclusive_minimum=True)
     seed, verbose = check_int("seed", seed), check_bool("verbose", verbose)
     if len(x_train) != len(y_train) or len(x_test) != len(y_test):
         raise ValueError(f"x and y must have the same length, got train "
                          f"{len(x_train)}/{len(y_train)}, test {len(x_test)}/{len(y_test)}")
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel per step
-    history = {"epoch": [], "train_loss": [], "train_acc": [], "test_loss": [], "test_acc": []}
-    model.train()
-    for epoch in range(1, epochs + 1):
-        order = torch.randperm(len(y_train), generator=generator)
-        loss_sum, correct = 0.0, 0
-        for i in range(0, len(order), batch_size):
-            batch = order[i:i + batch_size]
-            logits = model(x_train[batch])  # (b, C)
-            loss = nn.functional.cross_entropy(logits, y_train[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            loss_sum += loss.item() * len(batch)
-            correct += int((logits.argmax(-1) == y_train[batch]).sum())
-        # Train metrics are running averages over the epoch's minibatches (as Keras reports them):
-        # free to compute, where a second pass over the training set would cost a third of the time.
-        train_loss, train_acc = loss_sum / len(order), correct / len(order)
+    per_epoch = -(-len(y_train) // batch_size)  # steps per epoch (the last batch may be short)
+    history = {"epoch": [], "train_loss": [], "test_loss": [], "test_acc": []}
+    sizes, summed = [], []  # each step's batch size, and its loss times that size
+
+    def after_step(step: int, loss: float) -> None:
+        summed.append(loss * sizes[-1])
+        if (step + 1) % per_epoch:
+            return
+        epoch = (step + 1) // per_epoch
+        train_loss = sum(summed[-per_epoch:]) / len(y_train)
         test_loss, test_acc = evaluate(model, x_test, y_test)
-        for key, value in zip(history, (epoch, train_loss, train_acc, test_loss, test_acc)):
+        for key, value in zip(history, (epoch, train_loss, test_loss, test_acc)):
             history[key].append(value)
         if verbose:
-            print(f"epoch {epoch:2d}/{epochs}  train loss {train_loss:.3f}  "
-                  f"acc {train_acc:.3f}  |  test loss {test_loss:.3f}  acc {test_acc:.3f}",
-                  flush=True)
-    model.eval()
+            print(f"epoch {epoch:2d}/{epochs}  train loss {history['train_loss'][-1]:.3f}  |  "
+                  f"test loss {test_loss:.3f}  acc {test_acc:.3f}", flush=True)
+
+    def loss_fn(model, batch):
+        sizes.append(len(batch))
+        return nn.functional.cross_entropy(model(x_train[batch]), y_train[batch])
+
+    fit(model, shuffled_batches(len(y_train), batch_size, epochs, seed), loss_fn, lr=lr,
+        after_step=after_step)
     return history
 
 
 @dataclass
 class Trained:
     """What `train_classifier` returns: the trained model (in eval mode), its vocabulary, the
-    history from `fit`, and the train/test reviews it used."""
+    history from `fit_classifier`, and the train/test reviews it used."""
 
     model: TinyTransformer
     vocab: Vocab
@@ -113,7 +166,7 @@ class Trained:
         return self.history["test_acc"][-1]
 
 
-def task_reviews(task: str = "reviews", seed: int = 0, n_train: int = RECIPE["n_train"],
+def task_reviews(task: str = "contrast", seed: int = 0, n_train: int = RECIPE["n_train"],
                  n_test: int = RECIPE["n_test"]) -> tuple[Reviews, Reviews]:
     """(train, test): the reviews `train_classifier` trains and tests on. They are generated
     from the seed, never stored, so a model loaded from a file gets its reviews back from here."""
@@ -122,39 +175,36 @@ def task_reviews(task: str = "reviews", seed: int = 0, n_train: int = RECIPE["n_
 
 
 def initial_model(vocab_size: int, positions: str = "learned", seed: int = 0,
-                  dtype: torch.dtype = torch.float64, **recipe) -> TinyTransformer:
+                  dtype: torch.dtype = torch.float64, **overrides) -> TinyTransformer:
     """The untrained TinyTransformer that `train_classifier` starts from with these arguments:
-    its weights drawn from `seed`, the caller's random state left as it was. Notebook 06 uses it
-    to show which embedding rows training never touched."""
-    r = with_recipe(RECIPE, recipe)
+    its weights drawn from `seed`, the caller's random state left as it was."""
+    r = recipe(RECIPE, overrides)
     with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
         torch.manual_seed(seed)
         return TinyTransformer(vocab_size, r["d_model"], r["n_heads"], r["d_ff"],
                                positions=positions, dtype=dtype)
 
 
-def train_classifier(task: str = "reviews", positions: str = "learned", seed: int = 0,
+def train_classifier(task: str = "contrast", positions: str = "learned", seed: int = 0,
                      verbose: bool = False, dtype: torch.dtype = torch.float64,
-                     **recipe) -> Trained:
-    """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, and train it.
+                     **overrides) -> Trained:
+    """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, train it.
 
-    task: "reviews" (one decisive word) or "order" (which sentiment word comes first).
-    positions: "learned", "sinusoidal" or "none". `seed` seeds the data, the initial weights and
-    the batch order (the global RNG state is left as it was). Keyword overrides replace entries
-    of `RECIPE` (e.g. epochs=20). The default `dtype=torch.float64` trains a model that comes
-    out the same on any CPU (see `TinyTransformer`): float32 initial weights already differ in
-    their last bits between CPUs' kernel paths, and training amplifies that into other
-    accuracies. Notebooks 03, 04 and 06 and the sentiment app all use this one model.
-    With the defaults this is notebook 03's recipe: a few seconds on one CPU thread.
+    With no arguments this is notebook 03's model: contrast reviews ("... good ... but ...
+    dull ..."), learned positions, seed 0, float64, `RECIPE`; a few seconds on one CPU thread.
+    task: "contrast" or "bag" (one sentiment word decides). positions: "learned",
+    "sinusoidal", "rotary" or "none". `seed` seeds the data, the initial weights and the batch
+    order (the global RNG state is left as it was). Keyword overrides replace entries of
+    `RECIPE` (e.g. epochs=20). float64 makes the result the same on any CPU (`draw_float64`).
     """
     check_choice("task", task, TASKS)
     seed = check_int("seed", seed)
-    r = with_recipe(RECIPE, recipe)
+    r = recipe(RECIPE, overrides)
     train, test = task_reviews(task, seed, r["n_train"], r["n_test"])
     vocab = Vocab.for_reviews()
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)
-    model = initial_model(len(vocab), positions, seed, dtype, **recipe)
-    history = fit(model, x_train, y_train, x_test, y_test, epochs=r["epochs"], lr=r["lr"],
-                  batch_size=r["batch_size"], seed=seed, verbose=verbose)
+    model = initial_model(len(vocab), positions, seed, dtype, **overrides)
+    history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=r["epochs"],
+                             lr=r["lr"], batch_size=r["batch_size"], seed=seed, verbose=verbose)
     return Trained(model, vocab, history, train, test)

@@ -16,11 +16,15 @@ import io
 import math
 
 import ipywidgets as w
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
 from .attention import scaled_dot_product_attention
 from .checks import check_choice, check_int, check_number, check_str
+from .data import LABELS
+from .plots import SCALED_COLOR, UNSCALED_COLOR
 from .report import fmt
 from .scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
 
@@ -255,12 +259,8 @@ class SoftmaxScaleExplorer:
         Without `fig` this draws with pyplot (the notebook then calls plt.show()); the widget
         passes a bare matplotlib Figure and renders it to PNG itself.
         """
-        from .plots import SCALED_COLOR, UNSCALED_COLOR
-
         v = self.view() if view is None else view
         if fig is None:
-            import matplotlib.pyplot as plt
-
             fig = plt.figure(figsize=(9, 3))
         axes = fig.subplots(1, 2, sharey=True)
         keys = np.arange(len(v["scores"]))
@@ -278,8 +278,6 @@ class SoftmaxScaleExplorer:
 
     def update(self, change=None) -> dict:
         """Recompute for the slider's d_k and refresh the numbers and the picture."""
-        from matplotlib.figure import Figure
-
         v = self.view()
         self.summary.value = (
             f"d_k = {v['d_k']}: largest weight unscaled "
@@ -313,8 +311,6 @@ class PredictionComparison:
     """
 
     def __init__(self, models: dict, vocab, text: str = ""):
-        from .data import LABELS
-
         if not isinstance(models, dict):
             raise TypeError(f"models must be a dict {{name: model}}, got {type(models).__name__}")
         if not models:

@@ -1,7 +1,7 @@
 """How fast does attnlab.embed_images embed Fashion-MNIST, against plain Keras?
 
 Baseline: Keras resize + preprocess_input + MobileNetV2.predict(batch_size=32) (channels-last,
-BatchNorm as separate ops), as `attnlab.retrieval.embed_images_keras` does it. Ours:
+BatchNorm as separate ops), as `attnlab.embeddings.embed_images_keras` does it. Ours:
 `attnlab.embed_images` (BatchNorm folded into the convolutions, in-place ReLU6, channels-last
 torch tensors, inference mode). Both run here, in one process, on one thread (as the notebooks
 do), on the same images; each is timed as the best of --repeats runs after a warm-up, and the
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import attnlab  # noqa: E402
-from attnlab import retrieval  # noqa: E402
+from attnlab import embeddings  # noqa: E402
 
 
 def best_time(fn, repeats: int) -> tuple[float, np.ndarray]:
@@ -41,13 +41,13 @@ def profile(images, alpha: float) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    steps = retrieval._folded(alpha)
-    x = retrieval.preprocess(images).contiguous(memory_format=torch.channels_last)
+    steps = embeddings._folded(alpha)
+    x = embeddings.preprocess(images).contiguous(memory_format=torch.channels_last)
     with torch.inference_mode():
-        retrieval._forward(steps, x[:32])
+        embeddings._forward(steps, x[:32])
         with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             for i in range(0, len(x), 32):
-                retrieval._forward(steps, x[i:i + 32])
+                embeddings._forward(steps, x[i:i + 32])
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     print("\nwhere our time goes (self CPU time, by operator):")
@@ -83,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=512, help="images to embed (default 512)")
-    parser.add_argument("--alpha", type=float, default=0.35, choices=retrieval.ALPHAS)
+    parser.add_argument("--alpha", type=float, default=0.35, choices=embeddings.ALPHAS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (notebooks use 1)")
     parser.add_argument("--profile", action="store_true", help="also show where our time goes")
@@ -92,10 +92,10 @@ def main() -> None:
     attnlab.seed_everything(0, threads=args.threads)
     (_, _), (x_test, _) = attnlab.load_fashion_mnist()
     images = x_test[:args.n]
-    retrieval.mobilenet_v2(args.alpha)  # build the Keras model once, outside both timings
+    embeddings.mobilenet_v2(args.alpha)  # build the Keras model once, outside both timings
 
     t_keras, base = best_time(
-        lambda: retrieval.embed_images_keras(images, args.alpha, batch_size=32), args.repeats)
+        lambda: embeddings.embed_images_keras(images, args.alpha, batch_size=32), args.repeats)
     t_ours, ours = best_time(lambda: attnlab.embed_images(images, args.alpha), args.repeats)
     cos = (base * ours).sum(1) / (np.linalg.norm(base, axis=1) * np.linalg.norm(ours, axis=1))
 

@@ -1,4 +1,5 @@
-"""attnlab.attention against PyTorch's own implementations, and its documented edge cases."""
+"""attnlab.attention against PyTorch's own implementations (attention, multi-head, grouped-query),
+rotary positions, the head split, the uniform-attention ablation, and the documented edge cases."""
 import math
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab.attention import EncoderBlock, MultiHeadAttention, PositionalEncoding, sinusoidal_table
+from attnlab.attention import MultiHeadAttention, merge_heads, split_heads
+from attnlab.blocks import EncoderBlock
 
 sdpa = attnlab.scaled_dot_product_attention
 
@@ -113,49 +115,12 @@ def test_multihead_padding_mask_matches_torch():
     assert torch.all(w[0, :, :, 3:] == 0)  # padding is never attended
 
 
-def test_self_attention_is_permutation_equivariant():
-    torch.manual_seed(0)
-    block = EncoderBlock(16, 4, 32).eval()
-    x = rand(1, 6, 16, seed=7)
-    perm = torch.tensor([3, 0, 5, 1, 4, 2])
-    y, _ = block(x)
-    y_perm, _ = block(x[:, perm])
-    torch.testing.assert_close(y_perm, y[:, perm], atol=1e-5, rtol=1e-5)
-
-
-def test_encoder_block_matches_torch_post_norm_layer():
-    torch.manual_seed(0)
-    ours = EncoderBlock(16, 4, 32).eval()
-    ref = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
-                                           norm_first=False).eval()
-    with torch.no_grad():
-        ref.self_attn.load_state_dict(copy_into_torch_mha(ours.attn).state_dict())
-        ref.linear1.load_state_dict(ours.ff[0].state_dict())
-        ref.linear2.load_state_dict(ours.ff[2].state_dict())
-        ref.norm1.load_state_dict(ours.norm1.state_dict())
-        ref.norm2.load_state_dict(ours.norm2.state_dict())
-    x = rand(2, 5, 16, seed=8)
-    torch.testing.assert_close(ours(x)[0], ref(x), atol=1e-5, rtol=1e-5)
-
-
-def test_positional_encodings():
-    table = sinusoidal_table(50, 8)
-    assert torch.allclose(table[0, 0::2], torch.zeros(4))
-    assert torch.allclose(table[0, 1::2], torch.ones(4))
-    assert math.isclose(table[3, 0].item(), math.sin(3.0), rel_tol=1e-6)
-    assert math.isclose(table[3, 3].item(), math.cos(3.0 / 10000 ** (2 / 8)), rel_tol=1e-5)
-    x = torch.zeros(2, 10, 8)
-    torch.testing.assert_close(PositionalEncoding(8, 50)(x), table[:10].expand(2, 10, 8))
-    learned = PositionalEncoding(8, 50, kind="learned")
-    assert learned(x).shape == (2, 10, 8) and learned.table.requires_grad
-
-
 @pytest.mark.parametrize("call,message", [
     (lambda: MultiHeadAttention(10, 3), "divisible by n_heads"),
     (lambda: MultiHeadAttention(0, 1), "d_model must be an int >= 1, got 0"),
-    (lambda: EncoderBlock(8, 2, 16, activation="tanh"), "activation"),
-    (lambda: PositionalEncoding(8, kind="rotary"), "kind"),
-    (lambda: PositionalEncoding(8, max_len=4)(torch.zeros(1, 5, 8)), "max_len=4"),
+    (lambda: MultiHeadAttention(8, 4, n_kv_heads=3), "multiple of n_kv_heads"),
+    (lambda: MultiHeadAttention(12, 4, rotary=True), "even head size"),
+    (lambda: attnlab.rotary(rand(2, 5)), "even last dimension"),
     (lambda: sdpa(rand(3, 4), rand(5, 6), rand(5, 2)), "share the last dimension"),
     (lambda: sdpa(rand(3, 4), rand(5, 4), rand(6, 2)), "same number of keys"),
     (lambda: sdpa(rand(2, 3, 4), rand(3, 5, 4), rand(3, 5, 2)), "do not broadcast"),
@@ -179,28 +144,8 @@ def test_type_errors():
         sdpa(rand(3, 4), rand(5, 4), rand(5, 2), [[True] * 5] * 3)
     with pytest.raises(TypeError, match="n_heads must be an int"):
         MultiHeadAttention(8, 2.0)
-    with pytest.raises(TypeError, match="dropout must be a number"):
-        EncoderBlock(8, 2, 16, dropout="0.1")
-    with pytest.raises(ValueError, match="dropout must be a finite number >= 0.0 and < 1.0"):
-        EncoderBlock(8, 2, 16, dropout=1.0)
-
-
-@pytest.mark.parametrize("t_k", [1, 5, 15, 16, 40])
-def test_softmax_both_paths_match_torch(t_k):
-    from attnlab.attention import softmax
-
-    scores = rand(2, 3, 4, t_k, seed=t_k) * 30  # large scores: the max must be subtracted
-    torch.testing.assert_close(softmax(scores), torch.softmax(scores, -1), atol=1e-6, rtol=1e-5)
-    scores.requires_grad_(True)
-    softmax(scores).pow(2).sum().backward()
-    assert torch.isfinite(scores.grad).all()
-
-
-def test_softmax_threshold_is_the_reviews_tensor_width():
-    from attnlab.attention import SHORT_ROW
-    from attnlab.data import TENSOR_WIDTH
-
-    assert TENSOR_WIDTH == SHORT_ROW  # one constant: the reviews are padded to the kernel's rows
+    with pytest.raises(TypeError, match="rotary must be True or False"):
+        MultiHeadAttention(8, 2, rotary=1)
 
 
 # --- the causal mask, masked self-attention and cross-attention (notebook 07) ---------------
@@ -279,3 +224,109 @@ def test_wrong_context_or_mask_shape_names_both_shapes(call, shapes):
 def test_context_must_be_a_float_tensor():
     with pytest.raises(TypeError, match="context must be a torch.Tensor"):
         MultiHeadAttention(8, 2)(rand(1, 3, 8), context=[[0.0] * 8])
+
+
+def test_causal_mask_is_made_on_the_device_asked_for():
+    assert attnlab.causal_mask(3, device="meta").device.type == "meta"
+
+
+# --- heads: split, merge, grouped-query attention ---------------------------------------------
+
+def test_split_heads_gives_each_head_its_own_slice_of_every_token_and_merge_undoes_it():
+    x = torch.arange(2 * 3 * 8.0).view(2, 3, 8)  # (B, T, d_model)
+    heads = split_heads(x, 4)  # (B, H, T, d_head)
+    assert heads.shape == (2, 4, 3, 2)
+    assert torch.equal(heads[1, 2, 0], x[1, 0, 4:6])  # head 2 of token 0: numbers 4 and 5
+    assert torch.equal(merge_heads(heads), x)
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
+def test_grouped_query_attention_matches_torch_enable_gqa(n_kv_heads):
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(32, 4, n_kv_heads=n_kv_heads).double()
+    assert ours.k.out_features == ours.v.out_features == n_kv_heads * 8
+    x = rand(2, 7, 32, seed=13).double()
+    mask = attnlab.causal_mask(7)
+    out, w = ours(x, mask)
+    q = split_heads(ours.q(x), 4)  # (B, 4, T, 8)
+    k, v = split_heads(ours.k(x), n_kv_heads), split_heads(ours.v(x), n_kv_heads)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(out, ours.out(merge_heads(ref)))
+    assert w.shape == (2, 4, 7, 7)
+    padding = torch.tensor([[True] * 5 + [False] * 2, [True] * 7])[:, None, None, :]
+    per_head = padding & mask  # (B, 1, T, T), and a mask with a head dimension too:
+    torch.testing.assert_close(ours(x, per_head)[0], ours(x, per_head.expand(2, 4, 7, 7))[0])
+
+
+# --- rotary positions ----------------------------------------------------------------------------
+
+def test_rotary_keeps_lengths_and_its_scores_depend_only_on_the_offset():
+    q, k = rand(3, 1, 16, seed=14).double(), rand(3, 1, 16, seed=15).double()
+
+    def score(m, n):  # (R_m q) · (R_n k)
+        qm = attnlab.rotary(q, torch.tensor([m]))
+        kn = attnlab.rotary(k, torch.tensor([n]))
+        return (qm * kn).sum(-1)
+
+    x = rand(2, 9, 16, seed=16).double()
+    torch.testing.assert_close(attnlab.rotary(x).norm(dim=-1), x.norm(dim=-1))
+    torch.testing.assert_close(attnlab.rotary(x)[:, 0], x[:, 0])  # position 0: no rotation
+    for shift in (1, 7, 100):
+        torch.testing.assert_close(score(5 + shift, 2 + shift), score(5, 2))
+    assert not torch.allclose(score(5, 2), score(5, 3))
+
+
+def test_rotary_is_the_complex_rotation_of_each_pair():
+    x = rand(6, 8, seed=17).double()  # (T, d)
+    pairs = torch.view_as_complex(x.view(6, 4, 2))  # (T, d/2): x[2i] + i·x[2i+1]
+    theta = 10000.0 ** (-torch.arange(0, 8, 2).double() / 8)  # (d/2,)
+    angles = torch.arange(6).double()[:, None] * theta  # (T, d/2)
+    turned = torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles))
+    torch.testing.assert_close(attnlab.rotary(x), turned.flatten(-2))
+
+
+def test_rotary_attention_scores_do_not_change_when_the_sequence_is_shifted():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 2, rotary=True).double()
+    x = rand(1, 5, 16, seed=18).double()
+    q, k, _ = attn.project(x)
+    q9, k9, _ = attn.project(x, positions=torch.arange(9, 14))  # the same tokens, 9 places later
+    torch.testing.assert_close(q @ k.transpose(-2, -1), q9 @ k9.transpose(-2, -1))
+
+
+# --- the uniform-attention ablation -------------------------------------------------------------
+
+def test_uniform_attention_gives_every_allowed_key_the_same_weight_and_changes_nothing_else():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2)
+    x = rand(2, 4, 8, seed=19)
+    real = torch.tensor([[True, True, True, False], [True] * 4])[:, None, None, :]  # (B,1,1,T)
+    mask = real & attnlab.causal_mask(4)
+    with attnlab.uniform_attention():
+        out, w = attn(x, mask)
+    allowed = mask.expand_as(w)
+    expected = allowed / allowed.sum(-1, keepdim=True)  # 1 / (number of allowed keys)
+    torch.testing.assert_close(w, expected.float())
+    _, _, v = attn.project(x)  # the output is the plain mean of the allowed values
+    torch.testing.assert_close(out, attn.out(merge_heads(expected.float() @ v)))
+    assert not torch.allclose(attn(x, mask)[1], w)  # and the context manager is gone again
+
+
+def test_uniform_attention_of_some_heads_only_and_always_restored():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2)
+    x = rand(1, 5, 8, seed=20)
+    _, before = attn(x)
+    with attnlab.uniform_attention(attn, heads=[1]):
+        _, w = attn(x)
+    torch.testing.assert_close(w[:, 1], torch.full((1, 5, 5), 0.2))
+    torch.testing.assert_close(w[:, 0], before[:, 0])
+    with pytest.raises(RuntimeError), attnlab.uniform_attention():
+        raise RuntimeError("a failing cell")
+    torch.testing.assert_close(attn(x)[1], before)
+    with pytest.raises(ValueError, match="heads must be in 0..n_heads-1"):
+        with attnlab.uniform_attention(attn, heads=[2]):
+            pass
+    with pytest.raises(TypeError, match="MultiHeadAttention"):
+        with attnlab.uniform_attention(torch.nn.Linear(2, 2)):
+            pass

@@ -1,5 +1,5 @@
-"""The synthetic reviews: the decisive word decides the label, the order task defeats any bag of
-words, the vocabulary takes any string."""
+"""The synthetic reviews: the decisive word decides the label, the contrast task defeats any bag
+of words, the vocabulary takes any string."""
 from collections import Counter
 
 import pytest
@@ -12,12 +12,11 @@ from attnlab.data import (
     NEGATIVE,
     NEUTRAL,
     POSITIVE,
-    TENSOR_WIDTH,
     UNSEEN_NEGATIVE,
     UNSEEN_POSITIVE,
     Reviews,
     Vocab,
-    make_order_reviews,
+    make_contrast_reviews,
     make_reviews,
     tokenize,
 )
@@ -51,30 +50,24 @@ def test_reviews_have_one_decisive_word_that_decides_the_label():
 
 
 def test_generators_are_deterministic_by_seed():
-    for make in (make_reviews, make_order_reviews):
+    for make in (make_reviews, make_contrast_reviews):
         assert make(200, seed=7) == make(200, seed=7)
         assert make(200, seed=7).sentences != make(200, seed=8).sentences
 
 
-def _first_sentiment_label(words):
-    first = next(w for w in words if w in SENTIMENT)
-    return int(first in POSITIVE)
-
-
-def test_order_task_label_is_the_first_sentiment_word_and_swapping_flips_it():
-    r = make_order_reviews(2000, seed=5)
-    sentences, labels, positions = r.sentences, r.labels, r.positions
-    assert 0.45 < sum(labels) / len(labels) < 0.55
-    for words, label, pos in zip(sentences, labels, positions):
+def test_contrast_label_is_the_word_after_but_and_swapping_the_words_flips_it():
+    r = make_contrast_reviews(2000, seed=5)
+    assert 0.45 < sum(r.labels) / len(r.labels) < 0.55
+    for words, label, pos in r:
         assert MIN_LEN <= len(words) <= MAX_LEN
         where = [i for i, w in enumerate(words) if w in SENTIMENT]
-        assert len(where) == 2 and pos == where[0]
-        assert {words[where[0]] in POSITIVE, words[where[1]] in POSITIVE} == {True, False}
-        assert _first_sentiment_label(words) == label
+        assert len(where) == 2 and pos == where[1] and words.count("but") == 1
+        assert where[0] < words.index("but") < where[1]
+        assert (words[pos] in POSITIVE) == (label == 1) != (words[where[0]] in POSITIVE)
         swapped = list(words)
         swapped[where[0]], swapped[where[1]] = words[where[1]], words[where[0]]
-        assert Counter(swapped) == Counter(words)  # the same bag of words ...
-        assert _first_sentiment_label(swapped) == 1 - label  # ... gets the opposite label
+        assert Counter(swapped) == Counter(words)  # the same bag of words gets the other label
+    assert "but" in Vocab.for_reviews()
 
 
 def _bag_of_words_accuracy(make, seed=0):
@@ -99,10 +92,10 @@ def _bag_of_words_accuracy(make, seed=0):
     return float((model(xte).argmax(-1) == yte).float().mean())
 
 
-def test_a_bag_of_words_solves_reviews_but_not_the_order_task():
+def test_a_bag_of_words_solves_the_bag_task_but_not_the_contrast_task():
     assert _bag_of_words_accuracy(make_reviews) > 0.97
     # 1000 test sentences: chance is 0.5 with a standard error of 0.016
-    assert abs(_bag_of_words_accuracy(make_order_reviews) - 0.5) < 0.06
+    assert abs(_bag_of_words_accuracy(make_contrast_reviews) - 0.5) < 0.06
 
 
 def test_other_word_lists_build_an_unseen_synonym_test_set():
@@ -125,7 +118,7 @@ def test_reviews_container_slices_splits_and_tensors():
         reviews["3"]
     x, y, p = reviews.tensors(Vocab.for_reviews())
     assert x.dtype == y.dtype == p.dtype == torch.long
-    assert x.shape == (50, TENSOR_WIDTH)
+    assert x.shape == (50, max(len(s) for s in reviews.sentences))  # padded to the longest
     assert y.tolist() == reviews.labels and p.tolist() == reviews.positions
     assert Vocab.for_reviews().decode(x[3]) == words
     with pytest.raises(ValueError, match="n_train"):
@@ -137,7 +130,7 @@ def test_reviews_container_slices_splits_and_tensors():
 def test_vocab_pad_unk_round_trip_and_any_string():
     vocab = Vocab.for_reviews()
     assert vocab.PAD == 0 and vocab.UNK == 1 and vocab.itos[:2] == ["<pad>", "<unk>"]
-    assert len(vocab) == 2 + len(NEUTRAL) + len(POSITIVE) + len(NEGATIVE)
+    assert len(vocab) == 2 + len(NEUTRAL) + len(POSITIVE) + len(NEGATIVE) + 1  # + "but"
     ids = vocab.encode("The movie was GREAT, honestly!")
     assert vocab.decode(ids) == ["the", "movie", "was", "great", "honestly"]
     assert vocab.encode(["the", "zebra"]) == [vocab.stoi["the"], Vocab.UNK]
@@ -166,7 +159,7 @@ def test_encode_batch_pads_cuts_and_handles_empty_text():
     (lambda: make_reviews(0), ValueError, "n must be an int >= 1, got 0"),
     (lambda: make_reviews(2.0), TypeError, r"n must be an int, got 2\.0"),
     (lambda: make_reviews(5, seed="1"), TypeError, "seed must be an int"),
-    (lambda: make_order_reviews(5, positive=[]), ValueError, "positive must be a non-empty"),
+    (lambda: make_contrast_reviews(5, positive=[]), ValueError, "positive must be a non-empty"),
     (lambda: make_reviews(5, neutral="the"), TypeError,
      "neutral must be a sequence of words, got str"),
     (lambda: make_reviews(5, neutral=["the", ""]), ValueError, "neutral must be a non-empty"),

@@ -1,10 +1,12 @@
-"""attnlab.kv_cache: decoding with cached keys and values gives what recomputing gives, for
-exactly the operations the formulas count."""
+"""attnlab.kv_cache: decoding with cached keys and values gives what recomputing gives (with
+rotary positions and grouped-query attention too), for exactly the operations and bytes the
+formulas count."""
 import pytest
 import torch
 
 import attnlab
 from attnlab import cost, kv_cache
+from attnlab.online_softmax import blockwise_attention
 
 
 @pytest.fixture
@@ -17,11 +19,15 @@ def causal(T):
     return torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)   True on and below the diagonal
 
 
+@pytest.mark.parametrize("n_kv_heads, rotary", [(4, False), (2, True), (1, True)])
 @torch.no_grad()
-def test_cached_decoding_equals_recomputing_and_one_masked_pass(mha):
+def test_cached_decoding_equals_recomputing_and_one_masked_pass(n_kv_heads, rotary):
+    torch.manual_seed(0)
+    mha = attnlab.MultiHeadAttention(16, 4, n_kv_heads=n_kv_heads, rotary=rotary)
     B, T = 2, 20
     x = torch.randn(B, T, 16)
-    cache = kv_cache.KVCache(B, 4, 4, max_len=T)
+    cache = kv_cache.KVCache.for_layer(mha, x, max_len=T)
+    assert cache.keys.shape == (B, n_kv_heads, T, 4)
     cached = torch.cat([kv_cache.decode_step(mha, x[:, t:t + 1], cache) for t in range(T)], 1)
     recomputed = torch.cat([kv_cache.recompute_step(mha, x[:, :t + 1]) for t in range(T)], 1)
     one_pass, _ = mha(x, mask=causal(T))  # (B, T, 16)
@@ -54,41 +60,32 @@ def test_crop_goes_back_and_decoding_again_repeats_the_step(mha):
         cache.crop(2.0)
 
 
-def test_the_cache_holds_two_numbers_per_head_dimension_and_position():
+def test_the_cache_holds_what_bytes_per_token_says():
     cache = kv_cache.KVCache(2, 3, 5, max_len=7)
     assert cache.keys.shape == cache.values.shape == (2, 3, 7, 5)
-    assert cache.nbytes == 2 * 2 * 3 * 7 * 5 * 4 and len(cache) == 0
+    assert cache.nbytes == 2 * 7 * kv_cache.bytes_per_token(1, 3, 5, bytes_per_number=4)
     keys, values = cache.append(torch.ones(2, 3, 4, 5), 2 * torch.ones(2, 3, 4, 5))
     assert keys.shape == (2, 3, 4, 5) and (values == 2).all() and len(cache) == 4
+    with pytest.raises(ValueError, match="max_len=7"):
+        cache.append(torch.zeros(2, 3, 4, 5), torch.zeros(2, 3, 4, 5))
+    # a 7B-style layer stack: 32 layers, 32 heads of 128 numbers, 16-bit: 512 KiB per token
+    assert kv_cache.bytes_per_token(32, 32, 128) == 512 * 1024
+    assert kv_cache.bytes_per_token(32, 8, 128) == 128 * 1024  # 8 KV heads: a quarter
+    half = attnlab.MultiHeadAttention(16, 4, n_kv_heads=2).half()
+    small = kv_cache.prefill(half, torch.zeros(1, 3, 16, dtype=torch.float16), max_len=10)
+    assert small.nbytes == 10 * kv_cache.bytes_per_token(1, 2, 4)
 
 
-@pytest.mark.parametrize("k, v, error, match", [
-    (torch.zeros(2, 3, 1, 4), torch.zeros(2, 3, 1, 4), ValueError, r"\(B=2, H=3, n, D=5\)"),
-    (torch.zeros(3, 1, 5), torch.zeros(3, 1, 5), ValueError, "at least 4 dimensions"),
-    (torch.zeros(2, 3, 1, 5), torch.zeros(2, 3, 2, 5), ValueError, "same shape"),
-    (torch.zeros(2, 3, 8, 5), torch.zeros(2, 3, 8, 5), ValueError, "max_len=7"),
-    (torch.zeros(2, 3, 1, 5, dtype=torch.long), torch.zeros(2, 3, 1, 5), TypeError, "floating"),
-    ("k", torch.zeros(2, 3, 1, 5), TypeError, "torch.Tensor"),
-])
-def test_append_refuses_what_does_not_fit(k, v, error, match):
-    cache = kv_cache.KVCache(2, 3, 5, max_len=7)
-    with pytest.raises(error, match=match):
-        cache.append(k, v)
-    assert len(cache) == 0
-
-
-def test_bad_sizes_and_inputs_are_refused(mha):
+def test_bad_inputs_are_refused(mha):
     with pytest.raises(ValueError, match="max_len"):
-        kv_cache.KVCache(1, 2, 4, max_len=0)
-    with pytest.raises(TypeError, match="n_heads"):
-        kv_cache.KVCache(1, 2.0, 4, max_len=3)
+        kv_cache.KVCache.for_layer(mha, torch.zeros(1, 2, 16), max_len=0)
     cache = kv_cache.KVCache(1, 4, 4, max_len=3)
     with pytest.raises(ValueError, match=r"\(B, 1, d_model=16\), got \(1, 2, 16\)"):
         kv_cache.decode_step(mha, torch.zeros(1, 2, 16), cache)
     with pytest.raises(TypeError, match="x_t"):
         kv_cache.decode_step(mha, [0.0] * 16, cache)
-    with pytest.raises(TypeError, match="cached"):
-        kv_cache.step_flops(4, 16, cached=1)
+    with pytest.raises(ValueError, match="n_kv_heads must be an int >= 1"):
+        kv_cache.bytes_per_token(32, 0, 128)
 
 
 @pytest.mark.parametrize("t", [1, 7, 33])
@@ -102,3 +99,18 @@ def test_step_flops_count_what_pytorch_runs_and_differ_by_exactly_t(mha, t):
     assert recomputed == kv_cache.step_flops(t, 16, cached=False)
     assert recomputed == cost.layer_flops("attention", t, 16)
     assert recomputed == t * cached
+
+
+def test_the_cache_the_online_softmax_and_masked_attention_run_on_the_meta_device():
+    """Shapes only: every tensor they make follows the inputs' device, and no step needs a value
+    (a host sync would raise here)."""
+    with torch.device("meta"):
+        mha = attnlab.MultiHeadAttention(16, 4, n_kv_heads=2, rotary=True)
+        x = torch.randn(2, 6, 16)
+        cache = kv_cache.prefill(mha, x[:, :5], max_len=6)
+        assert kv_cache.decode_step(mha, x[:, 5:], cache).shape == (2, 1, 16)
+        assert kv_cache.recompute_step(mha, x).device.type == "meta"
+        assert blockwise_attention(x, x, x, block_size=4).shape == (2, 6, 16)
+        real = torch.ones(2, 6, dtype=torch.bool)
+        out, w = mha(x, real[:, None, None, :] & attnlab.causal_mask(6, device="meta"))
+        assert w.shape == (2, 4, 6, 6)

@@ -15,8 +15,10 @@ import torch
 
 import attnlab
 from attnlab import assets
-from attnlab.attention import EncoderBlock, MultiHeadAttention
+from attnlab.attention import MultiHeadAttention
+from attnlab.blocks import EncoderBlock
 from attnlab.minilm import DEFAULT_MAX_LENGTH, load_minilm, model_files
+from attnlab.sentiment import attention_patterns
 
 
 @pytest.fixture(scope="module")
@@ -286,8 +288,6 @@ def test_embeddings_are_ordinary_tensors_a_head_can_train_on(model):
 
 
 def test_attention_patterns_measure_what_heads_do(model):
-    from attnlab.sentiment import attention_patterns
-
     tokens, maps = model.attention_maps("The cat sat on the mat because it was tired.")
     p = attention_patterns(tokens, maps)
     assert set(p) == {"[CLS]", "[SEP]", "self", "previous", "next"}

@@ -1,28 +1,41 @@
-"""TinyTransformer: shapes, padding never attended or pooled, permutation symmetry without
-positions, the attention intervention, and the hit-rate measure."""
+"""attnlab.models: shapes and the one attention-map convention, padding never attended or pooled,
+permutation symmetry without positions, causality of the decoders, float64 initial weights that
+are the same on any CPU, every model on the meta device; attnlab.probes' scores."""
+import hashlib
+import math
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
+import attnlab
 from attnlab.data import Vocab, make_reviews
-from attnlab.models import TinyTransformer, attention_hit_rate
+from attnlab.generation import VOCAB
+from attnlab.models import DecoderOnly, EncoderDecoder, TinyTransformer
+from attnlab.probes import alignment_share, future_share, target_scores
 
 
 def batch(n=8, seed=0):
     return make_reviews(n, seed=seed).tensors(Vocab.for_reviews())
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "none"])
-@pytest.mark.parametrize("n_layers", [1, 2])
-def test_shapes_and_attention_maps(positions, n_layers):
+def ids(*shape, high=VOCAB, seed=0):
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rotary", "none"])
+def test_encoder_shapes_and_attention_maps(positions):
     torch.manual_seed(0)
     x, _, _ = batch()
-    model = TinyTransformer(62, d_model=32, n_heads=4, d_ff=64, n_layers=n_layers,
-                            positions=positions)
+    model = TinyTransformer(63, n_layers=2, positions=positions)
     assert model(x).shape == (8, 2)
     states, maps = model.encode(x)
     assert states.shape == (8, x.shape[1], 32)
-    got = model.get_attention_maps(x)
-    assert len(got) == n_layers and all(m.shape == (8, 4, x.shape[1], x.shape[1]) for m in got)
+    got = model.attention_maps(x)
+    assert len(got) == 2 and all(m.shape == (8, 4, x.shape[1], x.shape[1]) for m in got)
+    assert all(torch.equal(a, b) for a, b in zip(got, maps))  # one path for the maps
     real = x != 0
     rows = got[0].sum(-1)  # (B, H, T)
     assert torch.allclose(rows[real[:, None, :].expand_as(rows)], torch.tensor(1.0))
@@ -33,124 +46,172 @@ def test_shapes_and_attention_maps(positions, n_layers):
 def test_padding_is_never_attended_and_never_changes_a_prediction():
     torch.manual_seed(0)
     x, _, _ = batch()
-    model = TinyTransformer(62, positions="learned").eval()
-    (weights,) = model.get_attention_maps(x)  # (B, H, T, T)
+    model = TinyTransformer(63).eval()
+    (weights,) = model.attention_maps(x)  # (B, H, T, T)
     pad_keys = (x == 0)[:, None, None, :].expand_as(weights)
     assert pad_keys.any() and weights[pad_keys].abs().max() == 0
     wider = torch.cat([x, torch.zeros(8, 20, dtype=torch.long)], dim=1)  # 20 more PAD columns
     assert torch.allclose(model(wider), model(x), atol=1e-6)
+    all_padding = model.predict_proba(torch.zeros(2, 3, dtype=torch.long))
+    assert torch.isfinite(all_padding).all()
 
 
-def test_without_positions_the_encoder_is_permutation_equivariant():
+def test_without_positions_the_encoder_sees_a_bag_of_words():
     torch.manual_seed(0)
     x, _, _ = batch()
     x = x[:, :5]  # every review has >= 5 real tokens: no padding in these columns
     perm = torch.tensor([3, 0, 4, 1, 2])
-    plain = TinyTransformer(62, positions="none").eval()
+    plain = TinyTransformer(63, positions="none").eval()
     states, _ = plain.encode(x)
-    shuffled, _ = plain.encode(x[:, perm])
-    assert torch.allclose(shuffled, states[:, perm], atol=1e-5)
+    assert torch.allclose(plain.encode(x[:, perm])[0], states[:, perm], atol=1e-5)
     assert torch.allclose(plain(x[:, perm]), plain(x), atol=1e-5)
-    with_pos = TinyTransformer(62, positions="sinusoidal").eval()
-    assert not torch.allclose(with_pos(x[:, perm]), with_pos(x), atol=1e-3)
+    for positions in ("sinusoidal", "rotary"):
+        with_pos = TinyTransformer(63, positions=positions).eval()
+        assert not torch.allclose(with_pos(x[:, perm]), with_pos(x), atol=1e-6), positions
 
 
 def test_attend_mask_hides_chosen_tokens_from_every_query():
     torch.manual_seed(0)
     x, _, pos = batch()
-    model = TinyTransformer(62).eval()
+    model = TinyTransformer(63).eval()
     attend = torch.ones_like(x, dtype=torch.bool)
     attend[torch.arange(8), pos] = False
-    (weights,) = model.get_attention_maps(x, attend)
+    (weights,) = model.attention_maps(x, attend)
     assert weights[torch.arange(8), :, :, pos].abs().max() == 0
-    assert not torch.allclose(model.predict_proba(x, attend), model.predict_proba(x))
 
 
-def test_an_all_padding_row_gives_a_finite_prediction():
-    model = TinyTransformer(62)
-    probs = model.predict_proba(torch.zeros(2, 3, dtype=torch.long))
-    assert torch.isfinite(probs).all() and torch.allclose(probs.sum(-1), torch.ones(2))
-
-
-def test_hit_rate_counts_the_most_attended_token():
+@pytest.mark.parametrize("positions", ["learned", "rotary", "none"])
+def test_decoder_outputs_before_t_are_bit_identical_whatever_comes_from_t_on(positions):
     torch.manual_seed(0)
-    model = TinyTransformer(62, n_layers=2)
-    x = torch.zeros(6, 16, dtype=torch.long)
-    x[:, 0] = 5  # one real token per sentence: all attention goes to it
-    hits = attention_hit_rate(model, x, torch.zeros(6, dtype=torch.long))
-    assert hits["per_head"].shape == (2, 4) and (hits["per_head"] == 1).all()
-    assert (hits["head_mean"] == 1).all() and hits["chance"] == 1.0
-    miss = attention_hit_rate(model, x, torch.ones(6, dtype=torch.long))
-    assert (miss["per_head"] == 0).all()
-    x2, _, pos = batch(20)
-    rates = attention_hit_rate(model, x2, pos)
-    lengths = (x2 != 0).sum(1).float()
-    assert rates["chance"] == pytest.approx(float((1 / lengths).mean()))
-    assert ((rates["per_head"] >= 0) & (rates["per_head"] <= 1)).all()
+    model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1).eval()
+    x = ids(3, 10, seed=4)
+    logits = model(x)
+    for w in model.attention_maps(x):
+        assert torch.all(w[..., ~attnlab.causal_mask(10)] == 0.0)  # every future key: exactly 0
+    for t in range(10):
+        changed = x.clone()
+        changed[:, t:] = (x[:, t:] + 1 + ids(3, 10 - t, high=VOCAB - 1, seed=t)) % VOCAB
+        assert torch.equal(model(changed)[:, :t], logits[:, :t])
+    open_model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1,
+                             causal=False).eval()
+    open_model.load_state_dict(model.state_dict())
+    changed = x.clone()
+    changed[:, -1] = (x[:, -1] + 1) % VOCAB
+    assert not torch.allclose(open_model(changed)[:, 0], open_model(x)[:, 0])  # sees the future
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: TinyTransformer(62, positions="rotary"), ValueError, "positions must be one of"),
-    (lambda: TinyTransformer(0), ValueError, "vocab_size must be an int >= 1, got 0"),
-    (lambda: TinyTransformer(62.0), TypeError, r"vocab_size must be an int, got 62\.0 \(float\)"),
-    (lambda: TinyTransformer(62, pad_id=62), ValueError, "pad_id must be an int >= 0 and <= 61"),
-    (lambda: TinyTransformer(62, d_model=30, n_heads=4), ValueError, "divisible"),
-    (lambda: TinyTransformer(62)(torch.zeros(2, 3)), TypeError, "int64 tensor"),
-    (lambda: TinyTransformer(62)([[1, 2]]), TypeError, "x must be a torch.Tensor, got list"),
-    (lambda: TinyTransformer(62, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
-     "max_len"),
-    (lambda: TinyTransformer(62)(torch.ones(5, dtype=torch.long)), ValueError, r"shape \(B, T\)"),
-    (lambda: TinyTransformer(62)(torch.full((1, 3), 62)), ValueError, r"token ids in 0\.\.61"),
-    (lambda: TinyTransformer(62)(torch.ones(1, 3, dtype=torch.long),
-                                 torch.ones(1, 4, dtype=torch.bool)), ValueError, "attend must be"),
-    (lambda: attention_hit_rate(TinyTransformer(62), torch.ones(2, 3, dtype=torch.long),
-                                torch.zeros(3)), ValueError, "positions must be a tensor of shape"),
-    (lambda: attention_hit_rate(TinyTransformer(62), torch.ones(2, 3, dtype=torch.long), [0, 0]),
-     TypeError, "positions must be a torch.Tensor, got list"),
-])
-def test_bad_arguments_raise_clear_errors(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
+def test_pre_norm_decoder_ends_with_a_layer_norm():
+    model = DecoderOnly(VOCAB, norm="pre")
+    assert isinstance(model.final_norm, torch.nn.LayerNorm)
+    assert DecoderOnly(VOCAB).final_norm is None
+
+
+def test_encoder_decoder_is_causal_in_the_target_and_reads_the_whole_source():
+    torch.manual_seed(0)
+    model = EncoderDecoder(10, VOCAB, 16, 2, 32).eval()
+    src, tgt = ids(2, 6, high=10, seed=5), ids(2, 7, seed=6)
+    logits, (cross,) = model(src, tgt), model.attention_maps(src, tgt)
+    assert logits.shape == (2, 7, VOCAB) and cross.shape == (2, 2, 7, 6)
+    changed = tgt.clone()
+    changed[:, 4:] = (tgt[:, 4:] + 1) % VOCAB
+    assert torch.equal(model(src, changed)[:, :4], logits[:, :4])
+    src_changed = src.clone()
+    src_changed[:, -1] = (src[:, -1] + 1) % 10
+    assert not torch.allclose(model(src_changed, tgt)[:, 0], logits[:, 0])  # step 0 reads it all
+
+
+def test_every_model_runs_on_the_meta_device():
+    """Shapes only, no values: every tensor attnlab makes follows its inputs' device (a tensor
+    made on the CPU would raise here)."""
+    with torch.device("meta"):
+        x = torch.zeros(2, 5, dtype=torch.long)
+        assert TinyTransformer(20, positions="rotary")(x).shape == (2, 2)
+        assert DecoderOnly(20, positions="sinusoidal", n_kv_heads=1, norm="pre")(x).shape == (
+            2, 5, 20)
+        assert EncoderDecoder(20, 20)(x, x).shape == (2, 5, 20)
+        assert DecoderOnly(20, causal=False)(x).device.type == "meta"
 
 
 def _float64_weights_digest() -> str:
-    """A digest of a float64 TinyTransformer's initial weights, in a fresh interpreter whose
-    environment decides the kernel path."""
-    import hashlib
-
-    torch.manual_seed(0)
-    model = TinyTransformer(62, positions="learned", dtype=torch.float64)
+    """A digest of float64 models' initial weights, in a fresh interpreter whose environment
+    decides the kernel path."""
     h = hashlib.sha256()
-    for name, p in sorted(model.state_dict().items()):
-        h.update(name.encode() + p.detach().numpy().tobytes())
+    torch.manual_seed(0)
+    for model in (TinyTransformer(63, dtype=torch.float64), DecoderOnly(12, dtype=torch.float64)):
+        for name, p in sorted(model.state_dict().items()):
+            h.update(name.encode() + p.detach().numpy().tobytes())
     return h.hexdigest()
 
 
 def test_float64_initial_weights_are_the_same_on_the_portable_kernels():
-    """The reason notebooks 03, 04 and 06 train in float64: the same initial weights on any CPU.
-    PyTorch's portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""
-    import os
-    import subprocess
-    import sys
-
+    """The reason the notebooks train in float64: the same initial weights on any CPU. PyTorch's
+    portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""
     code = ("import torch; torch.set_num_threads(1); import test_models as t; "
             "print(t._float64_weights_digest())")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
     env["PYTHONPATH"] = os.path.dirname(__file__) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
-    # this process runs on the machine's own kernel path (unless the caller chose "default")
     assert out.stdout.strip() == _float64_weights_digest()
 
 
 def test_float64_initialisation_has_the_float32_distributions():
     torch.manual_seed(0)
-    f32 = TinyTransformer(62, d_model=32, dtype=torch.float32)
+    f32 = TinyTransformer(63, dtype=torch.float32)
     torch.manual_seed(0)
-    f64 = TinyTransformer(62, d_model=32, dtype=torch.float64)
+    f64 = TinyTransformer(63, dtype=torch.float64)
     assert all(p.dtype == torch.float64 for p in f64.parameters())
     for (name, a), (_, b) in zip(f32.named_parameters(), f64.named_parameters()):
         assert a.shape == b.shape, name
         if a.numel() > 100:  # the spread of each weight matrix agrees within sampling noise
             assert float(b.detach().std()) == pytest.approx(float(a.detach().std()), rel=0.15), name
-    assert torch.all(f64.embed.weight[0] == 0)  # the PAD row stays zero
+    assert torch.all(f64.embed.tokens.weight[0] == 0)  # the PAD row stays zero
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: TinyTransformer(63, positions="alibi"), ValueError, "positions must be one of"),
+    (lambda: TinyTransformer(0), ValueError, "vocab_size must be an int >= 1, got 0"),
+    (lambda: TinyTransformer(63, pad_id=63), ValueError, "pad_id must be an int >= 0 and <= 62"),
+    (lambda: TinyTransformer(63)(torch.zeros(2, 3)), TypeError, "int64 tensor"),
+    (lambda: TinyTransformer(63)([[1, 2]]), TypeError, "x must be a torch.Tensor, got list"),
+    (lambda: TinyTransformer(63, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
+     "max_len=4"),
+    (lambda: TinyTransformer(63)(torch.full((1, 3), 63)), ValueError, r"token ids in 0\.\.62"),
+    (lambda: TinyTransformer(63)(torch.ones(1, 3, dtype=torch.long),
+                                 torch.ones(1, 4, dtype=torch.bool)), ValueError, "attend must be"),
+    (lambda: DecoderOnly(12, n_layers=0), ValueError, "n_layers"),
+    (lambda: EncoderDecoder(10, 12)(ids(1, 3, high=10), ids(1, 3).float()), TypeError, "tgt"),
+])
+def test_bad_arguments_raise_clear_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# --- attnlab.probes -------------------------------------------------------------------------------
+
+def test_target_scores_against_the_uniform_level_and_a_random_token():
+    real = torch.tensor([[True, True, True, True], [True, True, False, False]])  # lengths 4, 2
+    target = torch.tensor([1, 0])
+    w = torch.zeros(2, 2, 4, 4)
+    w[0, :, :, :] = 0.25  # head 0 and 1, review 0: uniform over its 4 tokens
+    w[1, 0, :, 0] = 1.0  # review 1, head 0: everything on the target
+    w[1, 1, :, 1] = 1.0  # review 1, head 1: everything on the other real token
+    s = target_scores(w, real, target)
+    torch.testing.assert_close(s["weight"], torch.tensor([(0.25 + 1.0) / 2, 0.25 / 2]))
+    torch.testing.assert_close(s["times_uniform"], torch.tensor([(1.0 + 2.0) / 2, 0.5]))
+    torch.testing.assert_close(s["hit_rate"], torch.tensor([0.5, 0.0]))  # ties go to key 0
+    assert s["base_rate"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    with pytest.raises(ValueError, match="real must be"):
+        target_scores(w, real[:1], target)
+
+
+def test_future_and_alignment_shares():
+    T = 5
+    scores = torch.randn(2, 3, T, T).masked_fill(~attnlab.causal_mask(T), -math.inf)
+    assert future_share(torch.softmax(scores, -1)) == 0.0
+    uniform = torch.full((T, T), 1.0 / T)
+    assert math.isclose(future_share(uniform), (T - 1) / (2 * T), rel_tol=1e-6)  # (T-1-i)/T
+    mirrored = torch.eye(T).flip(-1).expand(2, 1, T, T)
+    assert alignment_share(mirrored) == 1.0 and alignment_share(torch.eye(4)) == 0.0
+    with pytest.raises(ValueError, match="T = S"):
+        alignment_share(torch.ones(1, 1, 3, 4))

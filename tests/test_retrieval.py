@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab import assets, retrieval
+from attnlab import assets, data, embeddings, retrieval
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,7 @@ def need(*names):
 def images():
     """A fixed mix of 24 test images (all classes), or synthetic ones if the data is absent."""
     try:
-        (_, _), (x, y) = retrieval.load_fashion_mnist()
+        (_, _), (x, y) = data.load_fashion_mnist()
         return x[:24]
     except assets.AssetError:
         return np.random.default_rng(0).integers(0, 256, (24, 28, 28), dtype=np.uint8)
@@ -48,7 +48,7 @@ def images():
 # --- Keras on torch -------------------------------------------------------------------------
 
 def test_import_keras_uses_torch():
-    keras = retrieval.import_keras()
+    keras = assets.import_keras()
     assert keras.backend.backend() == "torch"
 
 
@@ -56,14 +56,14 @@ def test_import_keras_refuses_another_backend_before_import(monkeypatch):
     monkeypatch.delitem(sys.modules, "keras", raising=False)
     monkeypatch.setenv("KERAS_BACKEND", "jax")
     with pytest.raises(RuntimeError, match="KERAS_BACKEND is 'jax', attnlab needs 'torch'"):
-        retrieval.import_keras()
+        assets.import_keras()
 
 
 def test_import_keras_refuses_a_keras_already_on_another_backend(monkeypatch):
-    keras = retrieval.import_keras()
+    keras = assets.import_keras()
     monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
     with pytest.raises(RuntimeError, match="already imported with the 'tensorflow' backend"):
-        retrieval.import_keras()
+        assets.import_keras()
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -71,7 +71,7 @@ def test_import_keras_refuses_a_keras_already_on_another_backend(monkeypatch):
 def test_load_fashion_mnist_matches_keras_layout():
     need("fashion-mnist/train-images", "fashion-mnist/train-labels", "fashion-mnist/t10k-images",
          "fashion-mnist/t10k-labels")
-    (x_train, y_train), (x_test, y_test) = retrieval.load_fashion_mnist()
+    (x_train, y_train), (x_test, y_test) = data.load_fashion_mnist()
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
     assert y_train.shape == (60000,) and y_test.shape == (10000,)
     assert x_train.dtype == x_test.dtype == y_train.dtype == y_test.dtype == np.uint8
@@ -85,8 +85,8 @@ def test_load_fashion_mnist_matches_keras_layout():
 @pytest.mark.parametrize("alpha", [0.35, 0.5])
 def test_embeddings_are_the_keras_models(images, alpha):
     need(f"mobilenet_v2_{alpha:g}")
-    ours = retrieval.embed_images(images, alpha=alpha)
-    keras_way = retrieval.embed_images_keras(images, alpha=alpha)
+    ours = embeddings.embed_images(images, alpha=alpha)
+    keras_way = embeddings.embed_images_keras(images, alpha=alpha)
     assert ours.shape == keras_way.shape == (len(images), 1280) and ours.dtype == np.float32
     norms = np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1)
     cos = (ours * keras_way).sum(1) / norms
@@ -96,27 +96,27 @@ def test_embeddings_are_the_keras_models(images, alpha):
 
 def test_embeddings_do_not_depend_on_batching(images):
     need("mobilenet_v2_0.35")
-    one_batch = retrieval.embed_images(images)
-    small = retrieval.embed_images(images, batch_size=5)
+    one_batch = embeddings.embed_images(images)
+    small = embeddings.embed_images(images, batch_size=5)
     # oneDNN picks its convolution algorithm by batch size: equal up to float rounding
     np.testing.assert_allclose(one_batch, small, atol=2e-4, rtol=1e-4)
-    assert retrieval.embed_images(images[:0]).shape == (0, 1280)
+    assert embeddings.embed_images(images[:0]).shape == (0, 1280)
 
 
 def test_embeddings_are_distinct_and_finite(images):
     need("mobilenet_v2_0.35")
-    emb = retrieval.embed_images(images[:8])
+    emb = embeddings.embed_images(images[:8])
     assert np.isfinite(emb).all() and (emb >= 0).all()  # ReLU6 then an average
     assert len({row.tobytes() for row in emb}) == 8
 
 
 def test_model_is_channels_last_whatever_keras_json_says():
     need("mobilenet_v2_0.35")
-    keras = retrieval.import_keras()
+    keras = assets.import_keras()
     before = keras.config.image_data_format()
     keras.config.set_image_data_format("channels_first")  # as a user's ~/.keras/keras.json may
     try:
-        model = retrieval._mobilenet_v2.__wrapped__(0.35)  # a fresh build, not the cached one
+        model = embeddings._mobilenet_v2.__wrapped__(0.35)  # a fresh build, not the cached one
         assert model.input_shape == (None, 96, 96, 3) and model.output_shape == (None, 1280)
         assert keras.config.image_data_format() == "channels_first", "the user's setting stays"
     finally:
@@ -126,8 +126,8 @@ def test_model_is_channels_last_whatever_keras_json_says():
 def test_public_name_is_exported():
     import attnlab
 
-    assert attnlab.embed_images is retrieval.embed_images
-    assert attnlab.load_fashion_mnist is retrieval.load_fashion_mnist
+    assert attnlab.embed_images is embeddings.embed_images
+    assert attnlab.load_fashion_mnist is data.load_fashion_mnist
 
 
 @pytest.mark.parametrize("bad, error, message", [
@@ -139,7 +139,7 @@ def test_public_name_is_exported():
 ])
 def test_embed_images_rejects_bad_images(bad, error, message):
     with pytest.raises(error, match=message):
-        retrieval.embed_images(bad)
+        embeddings.embed_images(bad)
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -150,14 +150,14 @@ def test_embed_images_rejects_bad_images(bad, error, message):
 ])
 def test_embed_images_rejects_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
-        retrieval.embed_images(np.zeros((1, 28, 28), np.uint8), **kwargs)
+        embeddings.embed_images(np.zeros((1, 28, 28), np.uint8), **kwargs)
 
 
 def test_preprocess_scales_resizes_and_copies_grey():
     x = np.zeros((2, 28, 28), np.uint8)
     x[1] = 255
     x[0, :, 14:] = 255
-    out = retrieval.preprocess(x)
+    out = embeddings.preprocess(x)
     assert out.shape == (2, 3, 96, 96) and out.dtype == torch.float32
     assert torch.equal(out[:, 0], out[:, 1]) and torch.equal(out[:, 0], out[:, 2])
     assert out[0, 0, :, :40].eq(-1).all() and out[0, 0, :, 56:].eq(1).all() and out[1].eq(1).all()
@@ -166,10 +166,10 @@ def test_preprocess_scales_resizes_and_copies_grey():
 
 
 def test_tensorflow_same_padding():
-    assert retrieval._same_padding(96, 3, 2) == (0, 1)   # the extra pixel goes after
-    assert retrieval._same_padding(95, 3, 2) == (1, 1)
-    assert retrieval._same_padding(12, 3, 1) == (1, 1)
-    assert retrieval._same_padding(12, 1, 1) == (0, 0)
+    assert embeddings._same_padding(96, 3, 2) == (0, 1)   # the extra pixel goes after
+    assert embeddings._same_padding(95, 3, 2) == (1, 1)
+    assert embeddings._same_padding(12, 3, 1) == (1, 1)
+    assert embeddings._same_padding(12, 1, 1) == (0, 0)
 
 
 # --- retrieval and scores ---------------------------------------------------------------------
@@ -221,7 +221,7 @@ def test_per_class_top1_and_chance():
 
 def test_pixel_features():
     x = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(2, 4, 3)
-    f = retrieval.pixel_features(x)
+    f = embeddings.pixel_features(x)
     assert f.shape == (2, 12) and f.dtype == np.float32 and f[1, 0] == 12
 
 
@@ -290,10 +290,10 @@ def test_a_missing_data_set_is_downloaded_as_the_last_resort(nowhere, tmp_path, 
         return target
 
     monkeypatch.setattr(assets, "_download", download)
-    (x, y), (xt, yt) = retrieval.load_fashion_mnist()
+    (x, y), (xt, yt) = data.load_fashion_mnist()
     assert x.shape == (60000, 28, 28) and xt.shape == (10000, 28, 28)
     assert sorted(downloaded) == sorted(f"fashion-mnist/{n}" for n in nowhere)
-    retrieval.load_fashion_mnist()  # now found in the Keras cache: nothing downloaded again
+    data.load_fashion_mnist()  # now found in the Keras cache: nothing downloaded again
     assert len(downloaded) == 4
 
 
@@ -304,7 +304,7 @@ def test_offline_without_the_data_the_error_names_everything(nowhere, monkeypatc
 
     monkeypatch.setattr(assets, "_download", offline)
     with pytest.raises(assets.AssetError) as info:
-        retrieval.load_fashion_mnist()
+        data.load_fashion_mnist()
     message = str(info.value)
     for expected in ("fashion-mnist/train-images", "$ATTNLAB_DATA: not set", "Keras cache",
                      "Debian package dataset-fashion-mnist", "download failed: OSError",

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import attnlab
+from attnlab import app as app_module
 from attnlab import data
-from attnlab import sentiment as app_module
 from attnlab.train import evaluate
 
 NASTY = {
@@ -209,16 +209,14 @@ def test_bad_arguments(app):
 
 def _quick_training(monkeypatch):
     """Make default_models train a tiny recipe, to test cache handling quickly."""
-    import attnlab.train as train
-
-    real_classifier, real_head = train.train_classifier, app_module.train_head
+    real_classifier, real_head = app_module.train_classifier, app_module.train_head
     calls = []
 
     def classifier(**kw):
         calls.append("train")
         return real_classifier(epochs=1, n_train=64, n_test=16)
 
-    monkeypatch.setattr(train, "train_classifier", classifier)
+    monkeypatch.setattr(app_module, "train_classifier", classifier)
     monkeypatch.setattr(app_module, "train_head",
                         lambda enc, tr, te: real_head(enc, tr, te, n_train=16, epochs=1))
     return calls

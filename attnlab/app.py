@@ -1,0 +1,393 @@
+"""The sentiment app: type a review and see what two models make of it and where they looked.
+
+Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (frozen) with a linear
+sentiment head (`attnlab.sentiment.train_head`) trained on synthetic reviews with one sentiment
+word (the bag task of notebook 04); the other is notebook 03's TinyTransformer recipe trained
+from scratch on the same reviews. (On notebook 03's contrast reviews, "... but ...", a linear
+head on MiniLM's mean-pooled sentence vectors reaches only about 0.63: the app keeps to the
+reviews both models can learn.) Both are attnlab's own attention code. The comparison is the
+lesson of notebook 06: the tiny model knows only the few dozen words of its training reviews, the
+pre-trained one was trained on a billion sentence pairs and places "terrific" near "great".
+
+`SentimentApp()` with no arguments builds its models itself: from a cache in the user's cache
+folder when one made by the same recipe exists (`recipe_key`), otherwise by training them
+(seconds, not minutes, on 2 cores) and caching the result. Any string is a valid review: empty,
+blank, very long (the user is told what was cut), emoji, any script, control characters, HTML
+(shown as text, never rendered). `analyze(text)` returns a plain dict; `text(result)` prints it
+(what strict nbval compares); `display()` shows the widget.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import pickle
+import time
+import unicodedata
+from pathlib import Path
+
+import ipywidgets as w
+import numpy as np
+import platformdirs
+import torch
+from IPython.display import display
+from torch import nn
+
+from . import data
+from .assets import ASSETS
+from .checks import check_bool, check_str
+from .data import LABELS, Vocab
+from .minilm import MiniLM, Tokenized, load_minilm
+from .sentiment import HEAD_RECIPE, check_encoder, train_head
+from .train import RECIPE, Trained, initial_model, task_reviews, train_classifier
+
+#: what the app shows before the user types anything
+EXAMPLE_REVIEW = "What a terrific film, the cast was outstanding!"
+MODEL_NAMES = {"minilm": "MiniLM + sentiment head", "tiny": "TinyTransformer (from scratch)"}
+CACHE_FILE = "sentiment-models.pt"
+#: how `default_models` calls `train_classifier`: notebook 03's recipe on one-word reviews
+TINY_RECIPE = {"task": "bag", "positions": "learned", "seed": 0}
+#: bump when the training code changes in a way the recipe values do not show (it retrains)
+CACHE_FORMAT = 3  # 3: one attention path, torch.softmax everywhere
+
+
+# -- the app's default models, trained once and cached -------------------------------------------
+
+def cache_dir() -> Path:
+    """Where trained weights are cached: $ATTNLAB_CACHE, else the user's cache folder for
+    attnlab as platformdirs knows it on this system (~/.cache/attnlab on Linux, honouring
+    XDG_CACHE_HOME)."""
+    if os.environ.get("ATTNLAB_CACHE"):
+        return Path(os.environ["ATTNLAB_CACHE"]).expanduser()
+    return Path(platformdirs.user_cache_dir("attnlab", appauthor=False))
+
+
+def recipe_key() -> str:
+    """A fingerprint of what decides the default models' weights: both recipes, the words and
+    lengths of the generated reviews, the encoder's published weights, the torch version and
+    CACHE_FORMAT. It changes only when one of these does: editing a comment or a docstring
+    keeps the cache."""
+    recipe = {
+        "format": CACHE_FORMAT, "torch": torch.__version__,
+        "tiny": {**RECIPE, **TINY_RECIPE}, "head": HEAD_RECIPE,
+        "reviews": [data.NEUTRAL, data.POSITIVE, data.NEGATIVE, data.CONTRAST, data.MIN_LEN,
+                    data.MAX_LEN],
+        "encoder": ASSETS["minilm/model.safetensors"].sha256,
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+def load_models(file: Path, key: str, encoder: MiniLM):
+    """(tiny, head) from a cache file written by `save_models` with the same `key`, or None when
+    the file is absent, unreadable (not a torch file, truncated, damaged) or made for another
+    recipe: the caller then trains afresh."""
+    try:
+        saved = torch.load(file, map_location="cpu", weights_only=True)
+    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError):
+        return None  # absent or unreadable: OSError; truncated or not a torch file: the others
+    if not (isinstance(saved, dict) and saved.get("key") == key
+            and all(isinstance(saved.get(part), dict) for part in ("tiny", "head", "history"))):
+        return None
+    vocab = Vocab.for_reviews()
+    tiny = initial_model(len(vocab), TINY_RECIPE["positions"], TINY_RECIPE["seed"])
+    head = nn.Linear(encoder.config["hidden_size"], 2)
+    try:
+        tiny.load_state_dict(saved["tiny"])
+        head.load_state_dict(saved["head"])
+    except RuntimeError:  # weights of another shape: the file does not fit this code
+        return None
+    train, test = task_reviews(TINY_RECIPE["task"], TINY_RECIPE["seed"])
+    return Trained(tiny.eval(), vocab, saved["history"], train, test), head.eval()
+
+
+def save_models(file: Path, key: str, tiny, head: nn.Module) -> None:
+    """Write the trained weights for `load_models`, atomically (a reader never sees half a
+    file); a cache that cannot be written (a read-only home) is skipped: the app still works,
+    it just trains next time too."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        partial = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+        torch.save({"key": key, "tiny": tiny.model.state_dict(), "head": head.state_dict(),
+                    "history": tiny.history}, partial)
+        os.replace(partial, file)
+    except OSError:
+        pass
+
+
+def default_models(cache: bool = True):
+    """(tiny, encoder, head): a TinyTransformer (the `Trained` that
+    `train_classifier(**TINY_RECIPE)` returns), the MiniLM encoder and its sentiment head
+    (`train_head`),
+    loaded from the cache when it was made by the same recipe, else trained (and cached when
+    `cache`)."""
+    encoder = load_minilm()
+    key, file = recipe_key(), cache_dir() / CACHE_FILE
+    loaded = load_models(file, key, encoder) if cache else None
+    if loaded is not None:
+        tiny, head = loaded
+        return tiny, encoder, head
+    tiny = train_classifier(**TINY_RECIPE)
+    head, _ = train_head(encoder, tiny.train, tiny.test)
+    if cache:
+        save_models(file, key, tiny, head)
+    return tiny, encoder, head
+
+
+# -- the analysis of one text ------------------------------------------------------------------
+
+def _reading(p: torch.Tensor, tokens: list[str], attention: np.ndarray, unknown) -> dict:
+    """One model's answer: label and probability from p (2,), the tokens it read, its attention
+    (T, T) and what each token receives, averaged over queries (T,)."""
+    k = int(p.argmax())
+    received = attention.mean(axis=0) if len(tokens) else np.zeros(0)  # (T,)  mean over queries
+    return {"label": LABELS[k], "probability": float(p[k]), "p_positive": float(p[1]),
+            "tokens": list(tokens), "attention": attention, "received": received,
+            "unknown": sorted(unknown)}
+
+
+@torch.no_grad()
+def read_minilm(encoder: MiniLM, head: nn.Module, text: str) -> tuple[dict, Tokenized]:
+    """The pre-trained model's answer for `text` (last layer's attention, mean of the heads),
+    and the tokenized batch (which says whether the text was cut)."""
+    batch = encoder.tokenize([text])
+    hidden, maps = encoder(batch.ids, batch.keep)  # (1, T, 384), L x (1, H, T, T)
+    p = torch.softmax(head(encoder.pool(hidden, batch.keep)), dim=-1)[0]  # (2,)
+    attention = maps[-1][0].mean(0).numpy()  # (T, T)   last layer, mean of the heads
+    pieces = batch.tokens[0]
+    return _reading(p, pieces, attention, {t for t in pieces if t == "[UNK]"}), batch
+
+
+@torch.no_grad()
+def read_tiny(tiny, text: str) -> tuple[dict, list[str]]:
+    """The TinyTransformer's answer for `text` on its own word tokens, and all the words."""
+    vocab, model = tiny.vocab, tiny.model
+    words = vocab.tokens(text)
+    kept = words[: model.max_len]
+    x = vocab.encode_batch([text], max_len=model.max_len)  # (1, T)
+    p = model.predict_proba(x)[0]  # (2,)
+    T = len(kept)
+    attention = model.attention_maps(x)[-1][0].mean(0)[:T, :T].numpy()  # (T, T)
+    return _reading(p, kept, attention, {w for w in kept if w not in vocab.stoi}), words
+
+
+def _notes(minilm: dict, tiny: dict, batch: Tokenized, words: list[str], max_len: int,
+           empty: bool) -> list[str]:
+    """The sentences that tell the user what each model could not read."""
+    notes = []
+    if empty:
+        notes.append("There is nothing to read yet: the text is empty (or only spaces and control "
+                     "characters). Both answers below are each model's guess for an empty review.")
+    if batch.truncated[0]:
+        notes.append(f"Long review: MiniLM read the first {len(minilm['tokens']) - 2} of its "
+                     f"{batch.lengths[0] - 2} word pieces; the rest was cut.")
+    if len(words) > max_len:
+        notes.append(f"Long review: the TinyTransformer read the first {max_len} of its "
+                     f"{len(words)} words; the rest was cut.")
+    if minilm["unknown"]:
+        n = minilm["tokens"].count("[UNK]")
+        notes.append(f"MiniLM has no word piece for {n} character group{'s' if n > 1 else ''} "
+                     f"(emoji, rare symbols, words over 100 characters): "
+                     f"{'they' if n > 1 else 'it'} became [UNK].")
+    unknown = tiny["unknown"]
+    if unknown and not empty:
+        notes.append(f"The TinyTransformer never saw {len(unknown)} of these words in training; "
+                     f"it reads them as <unk>: {', '.join(map(_short, unknown[:8]))}"
+                     f"{' ...' if len(unknown) > 8 else ''}.")
+    return notes
+
+
+# -- showing an analysis: as text (what strict nbval compares) and as HTML ------------------------
+
+ECHO_CHARS = 300  # how much of the review a result echoes back
+
+
+def _short(token: str, limit: int = 24) -> str:
+    return token if len(token) <= limit else token[: limit - 1] + "…"
+
+
+def _echo(text: str) -> str:
+    """The review as shown back: cut at ECHO_CHARS, with control and format characters (NUL,
+    escape, zero-width, bidi overrides ...) and lone surrogates replaced by a visible symbol, so
+    what is echoed shows what was typed and cannot reorder or hide the rest."""
+    echo = "".join("\N{REPLACEMENT CHARACTER}" if unicodedata.category(c) in ("Cc", "Cf", "Cs")
+                   and c not in "\t\n\r" else c for c in text)
+    return echo if len(echo) <= ECHO_CHARS else echo[:ECHO_CHARS] + " ..."
+
+
+def result_text(r: dict) -> str:
+    """A printable, deterministic summary of an analysis."""
+    lines = [f"review ({len(r['text'])} characters): {_echo(r['text'])!r}"]
+    for name, m in r["models"].items():
+        lines.append(f"  {MODEL_NAMES[name]:31s} {m['label']:8s} p = {m['probability']:.3f}")
+    for name, m in r["models"].items():
+        top = sorted(zip(m["received"], range(len(m["tokens"]))), reverse=True)[:5]
+        listed = ", ".join(f"{_short(m['tokens'][i])} {w:.2f}" for w, i in top)
+        lines.append(f"  most attended ({name}): {listed or '-'}")
+    lines += [f"  note: {n}" for n in r["notes"]]
+    return "\n".join(lines)
+
+
+def result_html(r: dict, seconds: float | None = None) -> str:
+    """An analysis as HTML; every piece of user text is escaped, so it shows as text."""
+    esc = html.escape
+    parts = [f'<div class="attnlab-sentiment-message" style="color:#8a4b00">{esc(note)}</div>'
+             for note in r["notes"]]
+    parts.append(f'<div>Review: <span class="attnlab-sentiment-echo" style="white-space:pre-wrap">'
+                 f'{esc(_echo(r["text"]))}</span></div>')
+    for name, m in r["models"].items():
+        color = "#1a7f37" if m["label"] == "positive" else "#b42318"
+        parts.append(
+            f'<div class="attnlab-sentiment-model" data-model="{name}" style="margin-top:6px">'
+            f'<b>{esc(MODEL_NAMES[name])}</b>: <span class="attnlab-sentiment-label" '
+            f'style="color:{color};font-weight:bold">{m["label"]}</span>'
+            f' (p = <span class="attnlab-sentiment-probability">{m["probability"]:.3f}</span>)'
+            f'<div class="attnlab-sentiment-tokens" style="line-height:1.9">{_token_strip(m)}</div>'
+            f'</div>')
+    if seconds is not None:
+        parts.append(f'<div class="attnlab-sentiment-time" style="color:#777;font-size:85%">'
+                     f'answered in {seconds * 1000:.0f} ms; token colour = attention received '
+                     f'(last layer, mean of heads and queries)</div>')
+    return "\n".join(parts)
+
+
+def _token_strip(m: dict) -> str:
+    """Each token on a background as dark as the attention it receives (a 1-D heatmap)."""
+    if not m["tokens"]:
+        return '<span style="color:#777">(no tokens)</span>'
+    top = float(np.max(m["received"])) or 1.0
+    spans = []
+    for token, weight in zip(m["tokens"], m["received"]):
+        alpha = 0.85 * float(weight) / top
+        unknown = token in m.get("unknown", ())
+        cls = "attnlab-sentiment-token" + (" attnlab-sentiment-unknown" if unknown else "")
+        title = f"attention {float(weight):.3f}" + (" (unknown to this model)" if unknown else "")
+        style = (f"background:rgba(68,1,84,{alpha:.2f});"
+                 f"color:{'white' if alpha > 0.45 else 'black'};padding:1px 3px;margin:1px;"
+                 f"border-radius:3px" + (";text-decoration:line-through" if unknown else ""))
+        spans.append(f'<span class="{cls}" title="{html.escape(title)}" style="{style}">'
+                     f'{html.escape(_short(token))}</span>')
+    return " ".join(spans)
+
+
+def _problem_html(error: Exception) -> str:
+    """What the widget shows instead of a traceback."""
+    return (f'<div class="attnlab-sentiment-message" style="color:#b42318">Could not analyse this '
+            f'text ({html.escape(type(error).__name__)}: {html.escape(str(error))}). Try a shorter '
+            f'or different review.</div>')
+
+
+# -- the app --------------------------------------------------------------------------------------
+
+class SentimentApp:
+    """Type a review; both models' labels, probabilities and attention, as text or as a widget.
+
+    tiny: what `attnlab.train.train_classifier()` returns (anything with .model and .vocab);
+    encoder: `load_minilm()`; head: the nn.Linear(384, 2) from `attnlab.sentiment.train_head`.
+    Give all three or none (then `default_models()` builds them, cached).
+    """
+
+    def __init__(self, tiny=None, encoder: MiniLM | None = None, head: nn.Module | None = None,
+                 *, cache: bool = True):
+        given = [x is not None for x in (tiny, encoder, head)]
+        if any(given) and not all(given):
+            raise TypeError("give tiny, encoder and head together, or none of them for the "
+                            "default models")
+        check_bool("cache", cache)
+        if not any(given):
+            tiny, encoder, head = default_models(cache=cache)
+        if not (hasattr(tiny, "model") and hasattr(tiny, "vocab")):
+            raise TypeError(f"tiny must have .model and .vocab (what train_classifier() returns), "
+                            f"got {type(tiny).__name__}")
+        check_encoder(encoder)
+        if not isinstance(head, nn.Module):
+            raise TypeError(f"head must be a torch.nn.Module mapping (N, 384) to (N, 2), "
+                            f"got {type(head).__name__}")
+        self.tiny, self.encoder, self.head = tiny, encoder, head.eval()
+        self._widget = None
+        self.last: dict | None = None
+
+    def analyze(self, text: str) -> dict:
+        """What both models make of `text` (any string).
+
+        Returns a dict: `label` and `probability` (of that label) from the pre-trained model,
+        `p_positive`; `tokens` (its word pieces) and `attention` (its last layer, mean of the
+        heads, (T, T) numpy); `received` (T,): the attention each token receives, averaged over
+        queries; `models`: the same for each model by name ("minilm", "tiny"); `empty`,
+        `truncated`, `notes` (sentences for the user) and `text`.
+        """
+        check_str("text", text)
+        minilm, batch = read_minilm(self.encoder, self.head, text)
+        tiny, words = read_tiny(self.tiny, text)
+        max_len = self.tiny.model.max_len
+        empty = len(minilm["tokens"]) == 2 and not words  # only [CLS] [SEP]: nothing readable
+        result = {
+            "text": text, **{k: minilm[k] for k in ("label", "probability", "p_positive",
+                                                     "tokens", "attention", "received")},
+            "models": {"minilm": minilm, "tiny": tiny}, "empty": empty,
+            "truncated": batch.truncated[0] or len(words) > max_len,
+            "notes": _notes(minilm, tiny, batch, words, max_len, empty),
+        }
+        self.last = result
+        return result
+
+    def _resolve(self, result: dict | None) -> dict:
+        """`result`, or the last analysis when it is None."""
+        r = result if result is not None else self.last
+        if r is None:
+            raise ValueError("nothing analysed yet: call analyze(text) first or pass its result")
+        if not isinstance(r, dict) or "models" not in r:
+            raise TypeError(f"result must be a dict returned by analyze(text), "
+                            f"got {type(r).__name__}")
+        return r
+
+    def text(self, result: dict | None = None) -> str:
+        """A printable summary of `result` (default: the last analysis); the notebook prints it
+        for nbval."""
+        return result_text(self._resolve(result))
+
+    def html(self, result: dict | None = None, seconds: float | None = None) -> str:
+        """`result` (default: the last analysis) as HTML, user text escaped."""
+        return result_html(self._resolve(result), seconds)
+
+    # -- the widget --------------------------------------------------------------------------
+    def update(self, text: str | None = None) -> dict | None:
+        """Analyse `text` (default: what is in the text box) and show it; never raises: an
+        unexpected problem is shown as a short message instead of a traceback."""
+        _ = self.widget  # built on first use: the text box and the result area
+        if text is None:
+            text = self._input.value
+        start = time.perf_counter()
+        try:
+            result = self.analyze(text)
+            self._result.value = result_html(result, seconds=time.perf_counter() - start)
+            return result
+        except Exception as e:  # any failure at all: the user sees a sentence, not a traceback
+            self._result.value = _problem_html(e)
+            return None
+
+    @property
+    def widget(self):
+        """The ipywidgets view: a text box (Enter analyses), an Analyse button and the result."""
+        if self._widget is None:
+            title = w.HTML("<b>Sentiment app</b>: type a review, press Enter or click Analyse.")
+            self._input = w.Text(value=EXAMPLE_REVIEW, placeholder="Type a review ...",
+                                 continuous_update=False, layout=w.Layout(width="70%"))
+            self._input.add_class("attnlab-sentiment-input")
+            self._button = w.Button(description="Analyse", button_style="primary")
+            self._button.add_class("attnlab-sentiment-button")
+            self._result = w.HTML()
+            self._result.add_class("attnlab-sentiment-result")
+            self._input.observe(lambda change: self.update(change["new"]), names="value")
+            self._button.on_click(lambda _: self.update(self._input.value))
+            self._widget = w.VBox([title, w.HBox([self._input, self._button]), self._result])
+            self._widget.add_class("attnlab-sentiment")
+            self.update(self._input.value)
+        return self._widget
+
+    def display(self):
+        """Show the app in the notebook."""
+        display(self.widget)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

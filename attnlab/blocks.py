@@ -1,0 +1,172 @@
+"""The blocks a Transformer is stacked from, and the positional encodings added to its input.
+
+- `EncoderBlock`: self-attention and a feed-forward layer, each with a residual connection and
+  a LayerNorm (notebooks 03, 04, 05, 06).
+- `DecoderBlock`: masked self-attention, cross-attention to an encoder's output, feed-forward
+  (notebook 07); without cross-attention it is the block of a decoder-only model (GPT).
+- `norm="post"` normalises after each residual addition, as the original Transformer and BERT
+  do; `norm="pre"` normalises each part's input instead (`x + part(LayerNorm(x))`), as most
+  models since GPT-2 do: the residual path then carries the input unchanged to the top.
+- `PositionalEncoding`: learned positions (a table, as in BERT) or the fixed sinusoidal table of
+  "Attention Is All You Need", added to the token vectors. Rotary positions are not added to
+  the input; they rotate q and k inside attention (`attnlab.attention.rotary`).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention, causal_mask
+from .checks import check_bool, check_choice, check_int, check_number
+
+NORMS = ("post", "pre")
+
+
+def feed_forward(d_model: int, d_ff: int, activation: str = "relu") -> nn.Sequential:
+    """The position-wise feed-forward layer of a Transformer block: Linear, ReLU/GELU, Linear."""
+    check_int("d_ff", d_ff, minimum=1)
+    check_choice("activation", activation, ("relu", "gelu"))
+    return nn.Sequential(
+        nn.Linear(d_model, d_ff),
+        nn.ReLU() if activation == "relu" else nn.GELU(),
+        nn.Linear(d_ff, d_model),
+    )
+
+
+class _Block(nn.Module):
+    """What both blocks share: the feed-forward layer, the dropout and where the norms go."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str, norm: str):
+        super().__init__()
+        self.norm = check_choice("norm", norm, NORMS)
+        check_number("dropout", dropout, minimum=0.0, maximum=1.0, exclusive_maximum=True)
+        self.ff = feed_forward(d_model, d_ff, activation)
+        self.dropout = nn.Dropout(dropout)
+
+    def add(self, x: torch.Tensor, part_out: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+        """The residual connection: x + part, then the LayerNorm when post-norm."""
+        x = x + self.dropout(part_out)
+        return norm(x) if self.norm == "post" else x
+
+    def part_input(self, x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+        """What a part reads: LayerNorm(x) when pre-norm, x itself when post-norm."""
+        return norm(x) if self.norm == "pre" else x
+
+
+class EncoderBlock(_Block):
+    """One Transformer encoder block, as in "Attention Is All You Need" (post-norm):
+
+        x = LayerNorm(x + MultiHeadAttention(x))
+        x = LayerNorm(x + FeedForward(x))
+
+    `activation` is "relu" (the paper) or "gelu" (BERT, exact erf form); `norm_eps` is 1e-12 in
+    BERT-family checkpoints; `norm="pre"` gives x = x + MHA(LayerNorm(x)), and so on.
+    `n_kv_heads` and `rotary` go to `MultiHeadAttention`.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu", norm_eps: float = 1e-5, norm: str = "post",
+                 n_kv_heads: int | None = None, rotary: bool = False):
+        super().__init__(d_model, d_ff, dropout, activation, norm)
+        self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rotary)
+        self.norm1 = nn.LayerNorm(d_model, eps=norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
+        """x (B, T, d_model) -> (B, T, d_model), plus the attention weights (B, H, T, T)."""
+        a, weights = self.attn(self.part_input(x, self.norm1), mask)  # (B, T, d), (B, H, T, T)
+        x = self.add(x, a, self.norm1)  # post: LayerNorm(x + MHA(x)); pre: x + MHA(LayerNorm(x))
+        x = self.add(x, self.ff(self.part_input(x, self.norm2)), self.norm2)  # (B, T, d)
+        return x, weights
+
+
+class DecoderBlock(_Block):
+    """One Transformer decoder block, as in "Attention Is All You Need" (post-norm):
+
+        x = LayerNorm(x + MultiHeadAttention(x, mask=causal_mask(T)))   itself and the past
+        x = LayerNorm(x + MultiHeadAttention(x, context=context))       reads the encoder
+        x = LayerNorm(x + FeedForward(x))
+
+    With `cross=False` the middle line is gone: an `EncoderBlock` with the causal mask, the
+    block of a decoder-only model.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu", norm_eps: float = 1e-5, norm: str = "post",
+                 cross: bool = True, n_kv_heads: int | None = None, rotary: bool = False):
+        super().__init__(d_model, d_ff, dropout, activation, norm)
+        check_bool("cross", cross)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rotary)
+        self.norm1 = nn.LayerNorm(d_model, eps=norm_eps)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads) if cross else None
+        self.norm2 = nn.LayerNorm(d_model, eps=norm_eps) if cross else None
+        self.norm3 = nn.LayerNorm(d_model, eps=norm_eps)
+
+    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
+                mask: torch.Tensor | None = None, context_mask: torch.Tensor | None = None):
+        """x (B, T, d_model); context (B, S, d_model), the encoder's output (needed when the block
+        has cross-attention, refused when it has none). `mask` (default: `causal_mask(T)`)
+        broadcasts to (B, H, T, T): pass a padding mask combined with the causal one, or an
+        all-True mask to show what the causal mask prevents. `context_mask` broadcasts to
+        (B, H, T, S).
+
+        Returns x (B, T, d_model), the self-attention weights (B, H, T, T) and the
+        cross-attention weights (B, H, T, S) (None without cross-attention).
+        """
+        if (context is None) != (self.cross_attn is None):
+            raise ValueError("this block has cross-attention: pass context (B, S, d_model)"
+                             if context is None else
+                             "this block has no cross-attention (cross=False): context must be "
+                             "None")
+        if mask is None:
+            mask = causal_mask(x.shape[1], device=x.device)  # (T, T)
+        a, self_weights = self.self_attn(self.part_input(x, self.norm1), mask)  # (B, H, T, T)
+        x = self.add(x, a, self.norm1)  # (B, T, d_model)
+        cross_weights = None
+        if self.cross_attn is not None:
+            c, cross_weights = self.cross_attn(self.part_input(x, self.norm2), context_mask,
+                                               context=context)  # (B, T, d), (B, H, T, S)
+            x = self.add(x, c, self.norm2)
+        x = self.add(x, self.ff(self.part_input(x, self.norm3)), self.norm3)  # (B, T, d_model)
+        return x, self_weights, cross_weights
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))."""
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model / 2,)
+    freq = torch.exp(-math.log(10000.0) * two_i / d_model)  # 1 / 10000^(2i/d)
+    table = torch.zeros(max_len, d_model)  # (T, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
+    return table
+
+
+class PositionalEncoding(nn.Module):
+    """Adds position information to token embeddings: `kind` is "learned" (an embedding per
+    position, as in BERT) or "sinusoidal" (the fixed table of the original paper).
+
+    Without it self-attention is permutation-equivariant: it cannot tell word order. A learned
+    table has max_len rows and nothing beyond them: such a model cannot even read a longer input.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512, kind: str = "sinusoidal"):
+        super().__init__()
+        d_model = check_int("d_model", d_model, minimum=1)
+        self.max_len = max_len = check_int("max_len", max_len, minimum=1)
+        self.kind = check_choice("kind", kind, ("learned", "sinusoidal"))
+        if kind == "learned":
+            self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # (max_len, d_model)
+        else:
+            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d_model) -> x + PE[:T]."""
+        T = x.shape[1]
+        if T > self.max_len:
+            raise ValueError(f"sequence length {T} exceeds max_len={self.max_len} of this "
+                             f"{self.kind} positional encoding: it has no vector for position "
+                             f"{self.max_len} or later")
+        return x + self.table[:T]  # (B, T, d_model)

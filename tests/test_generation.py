@@ -1,0 +1,109 @@
+"""attnlab.generation: the digit tasks, `sample_next` (greedy, temperature, top-k, top-p) against
+its definitions, the decoding loop, and training through the one loop."""
+import math
+
+import pytest
+import torch
+
+import attnlab
+from attnlab import generation as G
+from attnlab.models import DecoderOnly, EncoderDecoder
+
+
+def test_tasks():
+    seqs = G.sort_task(50, seed=3)
+    assert seqs.shape == (50, 2 * G.LENGTH + 2) and seqs.dtype == torch.long
+    assert (seqs[:, 0] == G.BOS).all() and (seqs[:, G.LENGTH + 1] == G.SEP).all()
+    digits, answer = seqs[:, 1:G.LENGTH + 1], seqs[:, G.LENGTH + 2:]
+    assert torch.equal(answer, digits.sort(-1).values) and digits.max() < G.DIGITS
+    assert torch.equal(G.sort_task(50, seed=3), seqs)
+    assert not torch.equal(G.sort_task(50, seed=4), seqs)
+    src, tgt = G.reverse_task(20, seed=1)
+    assert torch.equal(tgt[:, 1:], src.flip(-1)) and (tgt[:, 0] == G.BOS).all()
+    assert G.show(seqs[0, :3]).startswith("BOS ") and "SEP" in G.show(seqs[0])
+    assert math.isclose(G.loss_floor(), 6 * math.log(10) / 13)
+
+
+LOGITS = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.05, 0.15, 0.3, 0.5]]))
+
+
+def draws(n=4000, **kwargs):
+    """How often each token is drawn from LOGITS' first row, over n draws."""
+    g = torch.Generator().manual_seed(0)
+    tokens = attnlab.sample_next(LOGITS[:1].expand(n, 4), generator=g, **kwargs)
+    return torch.bincount(tokens, minlength=4).double() / n
+
+
+def test_greedy_is_temperature_zero_and_top_k_one():
+    for kwargs in ({"temperature": 0.0}, {"top_k": 1}, {"temperature": 2.0, "top_k": 1}):
+        assert attnlab.sample_next(LOGITS, **kwargs).tolist() == [0, 3]
+
+
+def test_sampling_follows_the_filtered_renormalised_distribution():
+    torch.testing.assert_close(draws(), torch.tensor([0.5, 0.3, 0.15, 0.05]).double(), atol=0.025,
+                               rtol=0)
+    torch.testing.assert_close(draws(top_k=2), torch.tensor([0.625, 0.375, 0, 0]).double(),
+                               atol=0.025, rtol=0)
+    # top-p 0.7: 0.5 alone is short of 0.7, 0.5 + 0.3 reaches it: the nucleus is two tokens
+    torch.testing.assert_close(draws(top_p=0.7), torch.tensor([0.625, 0.375, 0, 0]).double(),
+                               atol=0.025, rtol=0)
+    torch.testing.assert_close(draws(top_p=0.8), torch.tensor([0.625, 0.375, 0, 0]).double(),
+                               atol=0.025, rtol=0)  # exactly reaching p is enough
+    assert draws(top_p=0.3)[0] == 1.0  # the most likely token alone already reaches 0.3
+    sharp, flat = draws(temperature=0.25), draws(temperature=10.0)
+    assert sharp[0] > 0.85 and flat.max() - flat.min() < 0.1
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"temperature": -1.0}, ValueError, "temperature"),
+    ({"top_k": 0}, ValueError, "top_k must be an int >= 1"),
+    ({"top_p": 0.0}, ValueError, "top_p must be a finite number > 0"),
+    ({"top_p": 1.5}, ValueError, "top_p"),
+    ({"logits": LOGITS[0]}, ValueError, r"shape \(B, V\)"),
+])
+def test_sample_next_refuses_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        attnlab.sample_next(**{"logits": LOGITS, **kwargs})
+
+
+def test_generate_is_the_greedy_loop_and_sampling_is_reproducible():
+    torch.manual_seed(0)
+    model = DecoderOnly(G.VOCAB, 16, 2, 32).train()
+    prompt = G.sort_task(4, seed=2)[:, :G.LENGTH + 2]
+    seq = prompt
+    with torch.no_grad():
+        model.eval()
+        for _ in range(3):
+            seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        model.train()
+    out = G.generate(model, prompt, 3)
+    assert torch.equal(out, seq) and model.training  # the mode is given back
+    draw = [G.generate(model, prompt, 3, temperature=1.0, top_p=0.9,
+                       generator=torch.Generator().manual_seed(1)) for _ in range(2)]
+    assert torch.equal(draw[0], draw[1]) and torch.equal(draw[0][:, :prompt.shape[1]], prompt)
+    assert torch.equal(G.generate(model, prompt, 0), prompt)
+
+
+def test_generate_with_a_source_encodes_it_once():
+    torch.manual_seed(0)
+    model = EncoderDecoder(10, G.VOCAB, 16, 1, 32).eval()
+    src, tgt = G.reverse_task(3, seed=0)
+    out = G.generate(model, tgt[:, :1], G.LENGTH, source=src)
+    with torch.no_grad():
+        expected = model(src, out[:, :-1]).argmax(-1)  # teacher forcing on its own output
+    assert out.shape == (3, G.LENGTH + 1) and torch.equal(out[:, 1:], expected)
+
+
+def test_training_runs_through_the_one_loop_and_recipes_are_checked():
+    model, losses = G.train_sorter(causal=True, steps=3, batch_size=8)
+    assert len(losses) == 3 and not model.training and model.causal
+    assert next(model.parameters()).dtype == G.DTYPE
+    result = G.evaluate_sorter(model, G.sort_task(10, seed=9))
+    assert set(result) == {"loss", "teacher_forced", "generated", "future"}
+    assert result["future"] == 0
+    model, losses = G.train_reverser(steps=2, batch_size=8)
+    assert len(losses) == 2 and isinstance(model, EncoderDecoder)
+    with pytest.raises(TypeError, match="unknown recipe keys"):
+        G.train_sorter(epochs=3)
+    with pytest.raises(ValueError, match="lr"):
+        G.train_reverser(lr=0.0)
