@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import os
+from fractions import Fraction
 
 MARGIN = 0.02  # a value must sit at least this fraction of one last digit away from an edge
+EXACT_DENOMINATOR = 10**6  # k / n with n up to this is a share of counts: exact on every CPU
 
 
 class FragileOutput(ValueError):
@@ -24,16 +26,24 @@ def recording() -> bool:
     return os.environ.get("ATTNLAB_RECORDING") == "1"
 
 
-def fmt(value, digits: int = 3, *, guard: bool = True, sign: bool = False) -> str:
+def exact_fraction(value: float) -> bool:
+    """True when `value` is a ratio of two integers k / n (n <= EXACT_DENOMINATOR) to the last
+    bit, as an accuracy of 393 / 400 is: one correctly rounded division, the same on every CPU,
+    so its printed digits cannot differ however close it sits to a rounding edge."""
+    return float(Fraction(value).limit_denominator(EXACT_DENOMINATOR)) == value
+
+
+def fmt(value, digits: int = 3, *, sign: bool = False, guard: bool = True) -> str:
     """`value` with `digits` decimals, checked to be away from a rounding edge while recording.
 
     The edge is where the last printed digit changes: x.xxx5 for 3 decimals. Within MARGIN of a
     unit of the last digit (2e-5 for 3 decimals), an ulp-sized change on another CPU could flip
-    it. `guard=False` is for values that are exact by construction (counts, fractions of
-    counts) or that are not compared. `sign=True` prints a leading + on positive values.
+    it, unless the value is a share of counts (`exact_fraction`). `sign=True` prints a leading +
+    on positive values. `guard=False` is for the exercise checks, which echo a student's own
+    number: it is not a measurement, and what a student types must never raise.
     """
     value = float(value)
-    if guard and recording() and math.isfinite(value):
+    if guard and recording() and math.isfinite(value) and not exact_fraction(value):
         unit = 10.0 ** -digits
         distance = abs((abs(value) / unit) % 1.0 - 0.5)  # 0 at the edge, 0.5 mid-way between
         if distance < MARGIN:
