@@ -125,16 +125,18 @@ class TinyTransformer(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4, d_ff: int = 64,
                  n_layers: int = 1, n_classes: int = 2, positions: str = "learned",
-                 max_len: int = 64, pad_id: int = 0, dtype: torch.dtype = torch.float32):
+                 max_len: int = 64, pad_id: int = 0, norm: str = "post",
+                 dtype: torch.dtype = torch.float32):
         super().__init__()
         _check_sizes(dtype, positions, vocab_size=vocab_size, d_model=d_model,
                      n_layers=n_layers, n_classes=n_classes, max_len=max_len)
         self.pad_id = check_int("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
         self.vocab_size, self.max_len, self.positions = vocab_size, max_len, positions
         self.embed = Embedding(vocab_size, d_model, max_len, positions, pad_id)
-        self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff,
+        self.blocks = nn.ModuleList(EncoderBlock(d_model, n_heads, d_ff, norm=norm,
                                                  rotary=positions == "rotary")
                                     for _ in range(n_layers))
+        self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else None
         self.head = nn.Linear(d_model, n_classes)
         if dtype == torch.float64:
             draw_float64(self)
@@ -158,6 +160,8 @@ class TinyTransformer(nn.Module):
         for block in self.blocks:
             h, weights = block(h, mask)  # (B, T, d), (B, H, T, T)
             maps.append(weights)
+        if self.final_norm is not None:  # a pre-norm stack ends with a LayerNorm
+            h = self.final_norm(h)
         return h, maps
 
     def forward(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> torch.Tensor:

@@ -111,9 +111,10 @@ def shuffled_batches(n: int, batch_size: int, epochs: int, seed: int) -> Iterato
 def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor,
                    x_test: torch.Tensor, y_test: torch.Tensor, *, epochs: int = RECIPE["epochs"],
                    lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
-                   seed: int = 0, verbose: bool = False) -> dict:
+                   seed: int = 0, warmup: int = 0, verbose: bool = False) -> dict:
     """Train a classifier with `fit` on shuffled minibatches, `epochs` passes over the training
-    set, and evaluate on the test set after every epoch.
+    set (the first `warmup` steps raising the learning rate), and evaluate on the test set after
+    every epoch.
 
     Returns the history: a dict of equal-length lists `epoch`, `train_loss` (the mean loss of the
     epoch's steps, taken while the model was still learning), `test_loss` and `test_acc`.
@@ -146,7 +147,7 @@ def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tenso
         return nn.functional.cross_entropy(model(x_train[batch]), y_train[batch])
 
     fit(model, shuffled_batches(len(y_train), batch_size, epochs, seed), loss_fn, lr=lr,
-        after_step=after_step)
+        warmup=warmup, after_step=after_step)
     return history
 
 

@@ -215,3 +215,12 @@ def test_future_and_alignment_shares():
     assert alignment_share(mirrored) == 1.0 and alignment_share(torch.eye(4)) == 0.0
     with pytest.raises(ValueError, match="T = S"):
         alignment_share(torch.ones(1, 1, 3, 4))
+
+
+def test_a_pre_norm_encoder_ends_with_a_layer_norm_and_trains():
+    torch.manual_seed(0)
+    model = TinyTransformer(63, n_layers=2, norm="pre")
+    x, _, _ = batch()
+    h, _ = model.encode(x)
+    torch.testing.assert_close(h.mean(-1), torch.zeros(h.shape[:2]), atol=1e-5, rtol=0)
+    assert TinyTransformer(63).final_norm is None
