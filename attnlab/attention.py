@@ -171,10 +171,11 @@ class MultiHeadAttention(nn.Module):
     heads, each shared by n_heads / n_kv_heads query heads (1: multi-query attention); a KV
     cache then stores n_heads / n_kv_heads times fewer numbers. `rotary=True` rotates q and k
     by their positions after projection (`rotary`), the seam where position enters the scores.
+    `scale` replaces 1/√d_head in every head (notebook 02 trains with scale=1.0).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 rotary: bool = False, bias: bool = True):
+                 rotary: bool = False, bias: bool = True, scale: float | None = None):
         super().__init__()
         d_model = check_int("d_model", d_model, minimum=1)
         n_heads = check_int("n_heads", n_heads, minimum=1)
@@ -182,6 +183,8 @@ class MultiHeadAttention(nn.Module):
                                                                   minimum=1)
         check_bool("rotary", rotary)
         check_bool("bias", bias)
+        if scale is not None:
+            scale = check_number("scale", scale, minimum=0.0, exclusive_minimum=True)
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}) so "
                              f"each head gets d_model / n_heads dimensions")
@@ -192,7 +195,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"rotary needs an even head size, got d_model / n_heads = "
                              f"{d_model // n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.n_kv_heads, self.rotary = n_kv_heads, rotary
+        self.n_kv_heads, self.rotary, self.scale = n_kv_heads, rotary, scale
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.k = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.v = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
@@ -240,7 +243,7 @@ class MultiHeadAttention(nn.Module):
             mask = mask.unflatten(-3, (self.n_kv_heads, G))  # (..., H_kv, G, T, S)
         elif mask is not None:
             mask = mask.unsqueeze(-3)  # (..., 1, T, S)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H_kv, G, T, D|S)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale=self.scale)
         out = self.out(merge_heads(heads.flatten(1, 2)))  # (B, T, d_model)
         return out, weights.flatten(1, 2)  # (B, T, d_model), (B, H, T, S)
 

@@ -330,3 +330,13 @@ def test_uniform_attention_of_some_heads_only_and_always_restored():
     with pytest.raises(TypeError, match="MultiHeadAttention"):
         with attnlab.uniform_attention(torch.nn.Linear(2, 2)):
             pass
+
+
+def test_a_layer_can_train_with_another_scale():
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(8, 2, scale=1.0)
+    x = rand(1, 4, 8, seed=21)
+    q, k, v = plain.project(x)
+    torch.testing.assert_close(plain(x)[1], torch.softmax(q @ k.transpose(-2, -1), -1))
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        MultiHeadAttention(8, 2, scale=0.0)
