@@ -1,7 +1,8 @@
-"""Shared stand-ins for the exercise-check tests (tests/test_exercises.py, tests/test_exNN.py).
+"""Shared stand-ins and helpers for the exercise-check tests (tests/test_exercises.py and
+tests/test_exNN.py).
 
-Hostile "student answers" that every implement-check must turn into one feedback line instead
-of a traceback or a hang, whatever arguments the exercise passes:
+Hostile "student answers" that every check must turn into one feedback line instead of a
+traceback or a hang, whatever arguments the exercise passes:
 
 - `loops_forever` never returns (the check's time limit must stop it; tests/conftest.py sets
   `attnlab.exercises.TIME_LIMIT_S` to 0.3 s so that this takes 0.3 s, not 2 s);
@@ -9,7 +10,9 @@ of a traceback or a hang, whatever arguments the exercise passes:
 - `placeholder` is the notebook's untouched stub, a body of `...` that returns None (○).
 
 `one_line(capsys)` reads what a check printed and asserts it is exactly one line; it returns
-(mark, line), mark being the line's first character: ✓, ✗ or ○.
+(mark, line), mark being the line's first character: ✓, ✗ or ○. `expect(capsys, check, answers,
+mark, words, *args)` asserts that each answer gets such a line with `mark` and `words` (and, for
+✗, a hint).
 
 Test files import these with `from exercise_doubles import ...`: pytest's default `prepend`
 import mode puts tests/ (the rootdir of these files, which has no __init__.py) on sys.path.
@@ -34,3 +37,17 @@ def one_line(capsys) -> tuple[str, str]:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1, lines  # exactly one feedback line
     return lines[0][0], lines[0]
+
+
+def expect(capsys, check, answers, mark: str, words: str, *args) -> list:
+    """Call `check(answer, *args)` for each answer: each must print one line that starts with
+    `mark` and holds `words`; a ✗ line has a hint. Returns what the check returned for each."""
+    returned = []
+    for answer in answers:
+        got = check(answer, *args)
+        sign, line = one_line(capsys)
+        assert sign == mark and words in line, (answer, line)
+        if sign == "✗":
+            assert " Hint: " in line, line
+        returned.append(got)
+    return returned

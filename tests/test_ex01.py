@@ -1,45 +1,25 @@
-"""Notebook 01's exercise checks: right, wrong, untouched and hostile answers each get one line
-(✓, ✗ or ○) and a return value the notebook's next cells can use."""
+"""Notebook 01's exercises: the right answers and the typical mistakes, one case per ✗ message.
+(Hostile answers, for every check at once: tests/test_exercises.py.)"""
 import math
 
 import numpy as np
 import pytest
 import torch
-from exercise_doubles import loops_forever, one_line, placeholder, raises
+from exercise_doubles import expect
 
 import attnlab
 from attnlab.exercises import ex01
 
-K = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.7, 0.7, 0.0, 0.0]])  # (3, 4)
-V = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]])  # (3, 2)
-Q = torch.tensor([[1.0, 0.0, 0.0, 0.0]])  # (1, 4)
+K = ex01.WORKED_KEYS  # (3, 4)
+MEASURED = attnlab.scaled_dot_product_attention(K[:1], K, K)[1][0]  # (3,)  query = key 0
 
 
-# --- predict the weights -----------------------------------------------------------------------
-
-MEASURED = attnlab.scaled_dot_product_attention(Q, K, V)[1][0]  # (3,)
-
-
-@pytest.mark.parametrize("guess, expected_mark, words", [
-    ([0.45, 0.2, 0.35], "✓", "you predicted 0.450, 0.200, 0.350; measured 0.405, 0.246, 0.349"),
-    (torch.tensor([0.4, 0.25, 0.35]), "✓", "measured"),
-    (np.array([0.4, 0.25, 0.35]), "✓", "measured"),
-    ([1.0, 0.0, 0.0], "✗", "more than 0.1 apart"),  # a hard lookup: the typical wrong guess
-    ([0.6, 0.0, 0.4], "✗", "more than 0.1 apart"),  # key 1 gets nothing
-    ([0.4, 0.25], "✗", "expected 3 numbers, got 2"),
-    ([0.4, float("nan"), 0.35], "✗", "finite"),
-    ([0.4, "a", 0.35], "✗", "number"),
-    ("0.4, 0.25, 0.35", "✗", "list of 3 numbers"),
-    (0.4, "✗", "list of 3 numbers"),
-    (..., "○", "no prediction yet"),
-    (None, "○", "no prediction yet"),
-])
-def test_predict_weights(capsys, guess, expected_mark, words):
-    got = ex01.predict_weights(guess, MEASURED)
-    sign, line = one_line(capsys)
-    assert sign == expected_mark and words in line, line
-    if sign != "✓":
-        assert got is MEASURED  # the measured weights, usable below
+def test_predict_weights(capsys):
+    expect(capsys, ex01.predict_weights, [[0.45, 0.2, 0.35]], "✓",
+           "you predicted 0.450, 0.200, 0.350; measured 0.405, 0.246, 0.349. Even key 1", MEASURED)
+    # a hard lookup, and key 1 getting nothing: the lesson comes as the hint
+    expect(capsys, ex01.predict_weights, [[1.0, 0.0, 0.0], [0.6, 0.0, 0.4]], "✗",
+           "more than 0.1 apart). Hint: Even key 1", MEASURED)
 
 
 # --- implement attention -----------------------------------------------------------------------
@@ -65,68 +45,31 @@ def plain_transpose(q, k, v):  # right on 2-D inputs only
     return weights @ v, weights
 
 
-@pytest.mark.parametrize("answer, expected_mark, words", [
-    (right, "✓", "matches attnlab's version on 3 random inputs"),
-    (attnlab.scaled_dot_product_attention, "✓", "matches"),
-    (no_scale, "✗", "differs from the reference"),
-    (softmax_over_queries, "✗", "differs from the reference"),
-    pytest.param(plain_transpose, "✗", "(2, 6, 8)",  # caught on the first batched input
-                 marks=pytest.mark.filterwarnings("ignore:The use of `x.T`")),
-    (lambda q, k, v: right(q, k, v)[0], "✗", "tuple of 2 tensors"),  # forgot the weights
-    (lambda q, k, v: right(q, k, v)[::-1], "✗", "shape"),  # (weights, output) swapped
-    (lambda q, k, v: tuple(t.double() for t in right(q, k, v)), "✗", "dtype"),
-    (lambda q, k, v: tuple(t * float("nan") for t in right(q, k, v)), "✗", "NaN"),
-    (lambda q, k, v: (3, 4), "✗", "torch.Tensor"),
-    (lambda q, k, v: "attention", "✗", "tuple of 2 tensors"),
-    (raises, "✗", "ZeroDivisionError"),
-    (loops_forever, "✗", "did not finish"),
-    ("my_attention", "✗", "expected a function"),
-    (42, "✗", "expected a function"),
-    (placeholder, "○", "not attempted"),
-    (..., "○", "not attempted"),
-    (None, "○", "not attempted"),
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+@pytest.mark.parametrize("answers, mark, words", [
+    ([right, attnlab.scaled_dot_product_attention], "✓",
+     "attention: matches attnlab's version on 3 random inputs."),
+    ([no_scale, softmax_over_queries], "✗", "differs from the reference"),
+    ([plain_transpose], "✗", "on inputs of shapes (2, 6, 8)"),  # the first batched input
+    ([lambda q, k, v: right(q, k, v)[0]], "✗", "tuple of 2 tensors"),  # forgot the weights
+    ([lambda q, k, v: right(q, k, v)[::-1]], "✗", "the first result has shape"),  # swapped
 ])
-def test_attention(capsys, answer, expected_mark, words):
-    got = ex01.attention(answer)
-    sign, line = one_line(capsys)
-    assert sign == expected_mark and words in line, line
-    if sign == "✗":
-        assert "Hint:" in line
-    output, weights = got(Q, K, V)  # usable either way: the notebook goes on with it
-    assert torch.allclose(weights[0], MEASURED, atol=1e-6)
-
-
-def test_attention_inputs_cover_batches_and_unequal_lengths():
-    shapes = [tuple(tuple(t.shape) for t in triple) for triple in ex01.attention_inputs()]
-    assert any(len(q) == 4 and q[-2] != k[-2] and v[-1] != k[-1] for q, k, v in shapes)
-    assert any(len(q) == 2 for q, _, _ in shapes)
+def test_attention(capsys, answers, mark, words):
+    got = expect(capsys, ex01.attention, answers, mark, words)
+    assert got == (answers if mark == "✓" else [attnlab.scaled_dot_product_attention] * len(got))
 
 
 # --- explore: a query that makes key 2 win -----------------------------------------------------
 
-@pytest.mark.parametrize("query, expected_mark, words", [
-    ([1.0, 1.0, 0.0, 0.0], "✓", "weights [0.310, 0.310, 0.379]; key 2 takes the largest share"),
-    ((3, 3, 0, 0), "✓", "key 2"),
-    (torch.tensor([2.0, 2.0, 1.0, -1.0]), "✓", "key 2"),
-    (np.array([1.0, 1.0, 0.0, 0.0]), "✓", "key 2"),
-    ([1.0, 0.0, 0.0, 0.0], "✗", "key 0 takes the largest share"),
-    ([0.0, 1.0, 0.0, 0.0], "✗", "key 1 takes the largest share"),
-    ([0.0, 0.0, 0.0, 0.0], "✗", "keys 0, 1, 2 tie"),
-    ([5.0, 5.0, 0.0, 0.0], "✗", "within [-3, 3]"),
-    ([1.0, 1.0], "✗", "2 numbers, expected 4"),
-    ([1.0, float("nan"), 0.0, 0.0], "✗", "finite"),
-    ([1.0, "1", 0.0, 0.0], "✗", "number"),
-    ([[1.0, 1.0, 0.0, 0.0]], "✗", "1 numbers, expected 4"),
-    (torch.ones(2, 4), "✗", "list of 4 numbers"),
-    ("1, 1, 0, 0", "✗", "list of 4 numbers"),
-    (2, "✗", "list of 4 numbers"),
-    (..., "○", "not attempted"),
-    (None, "○", "not attempted"),
+@pytest.mark.parametrize("answers, mark, words", [
+    ([[1.0, 1.0, 0.0, 0.0], (3, 3, 0, 0), torch.tensor([2.0, 2.0, 1.0, -1.0]),
+      np.array([1.0, 1.0, 0.0, 0.0])], "✓", "; key 2 takes the largest share."),
+    ([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], "✗", "takes the largest share"),
+    ([[0.0, 0.0, 0.0, 0.0]], "✗", "keys 0, 1, 2 tie"),
+    ([[0.02, 0.02, 0.0, 0.0]], "✗", "key 2 leads by less than 0.01, too close to call"),
+    ([[5.0, 5.0, 0.0, 0.0]], "✗", "within [-3, 3] (the sliders' range)"),
 ])
-def test_key_2_wins(capsys, query, expected_mark, words):
-    got = ex01.key_2_wins(query, K)
-    sign, line = one_line(capsys)
-    assert sign == expected_mark and words in line, line
-    assert isinstance(got, torch.Tensor) and got.shape == (4,)
-    _, w = attnlab.scaled_dot_product_attention(got[None], K, V)  # usable: key 2 wins with it
-    assert w[0].argmax().item() == 2
+def test_key_2_wins(capsys, answers, mark, words):
+    for got in expect(capsys, ex01.key_2_wins, answers, mark, words, K):
+        assert isinstance(got, torch.Tensor) and got.shape == (4,)  # usable: key 2 wins with it
+        assert attnlab.scaled_dot_product_attention(got[None], K, K)[1][0].argmax() == 2

@@ -1,94 +1,165 @@
 """The exercise framework (attnlab.exercises): a check never raises, prints one line that starts
-with ✓, ✗ or ○, and returns something the cells below can use."""
+with ✓, ✗ or ○, and returns something the cells below can use.
+
+`test_every_check_turns_hostile_answers_into_one_line` feeds every check of the series (found
+by `exercises.checks()`, so a new one is covered as soon as it exists) the answers no exercise
+asks for: None, `...`, a string, an int, a NumPy array, the wrong shape or dtype, NaN, a
+function that raises or never returns. The test_exNN.py files hold each exercise's right answer
+and typical mistakes."""
 import math
+import signal
 
 import numpy as np
 import pytest
 import torch
-from exercise_doubles import loops_forever, one_line, placeholder, raises
+from exercise_doubles import expect, loops_forever, one_line, placeholder, raises
 
 from attnlab import exercises
-from attnlab.exercises import call_safely, check_function, check_number, check_prediction
+from attnlab.exercises import (
+    Verdict,
+    call_safely,
+    check_answer,
+    check_function,
+    check_number,
+    check_prediction,
+)
+
+# --- hostile answers, over every check --------------------------------------------------------
 
 
-def reference(q, k, v):
-    # (..., T_q, T_k)
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    return weights @ v
+def _each(change, out):
+    """`change` applied to a result, or to each part of a tuple result."""
+    return tuple(change(t) for t in out) if isinstance(out, tuple) else change(out)
 
 
-def inputs():
-    g = torch.Generator().manual_seed(0)
-    return [tuple(torch.randn(2, 3, 4, generator=g) for _ in range(3))]
+def _like(reference, change):
+    """A student's function that returns the reference's result, changed."""
+    return lambda *args: _each(change, reference(*args))
 
 
-@pytest.mark.parametrize("answer, expected_mark, words", [
-    (reference, "✓", "matches"),
-    (lambda q, k, v: q @ k.transpose(-2, -1) @ v, "✗", "differs"),  # forgot the softmax
-    (lambda q, k, v: (q @ k.transpose(-2, -1)).softmax(-1) @ v, "✗", "differs"),  # forgot the scale
-    (lambda q, k, v: reference(q, k, v)[..., :1], "✗", "shape"),
-    (lambda q, k, v: reference(q, k, v).double(), "✗", "dtype"),
-    (lambda q, k, v: reference(q, k, v) * float("nan"), "✗", "NaN"),
-    (lambda q, k, v: 3, "✗", "torch.Tensor"),
-    (lambda q, k, v: reference(q, k, v).numpy(), "✗", "NumPy"),
-    (raises, "✗", "ZeroDivisionError"),
-    (loops_forever, "✗", "did not finish"),
-    ("attention", "✗", "expected a function"),
-    (placeholder, "○", "not attempted"),
-    (..., "○", "not attempted"),
-    (None, "○", "not attempted"),
+def implement_answers(reference):
+    """(answer, mark, words): what a hostile student may pass where a function belongs."""
+    return [
+        (None, "○", "not attempted"),
+        (..., "○", "not attempted"),
+        (placeholder, "○", "returns None"),
+        ("my_function", "✗", "expected a function, got the string 'my_function'"),
+        (42, "✗", "expected a function, got an int"),
+        (raises, "✗", "raised ZeroDivisionError: oops"),
+        (loops_forever, "✗", "did not finish within 0.3 s"),
+        (lambda *args: "attention", "✗", "got the string 'attention'"),
+        (lambda *args: 3, "✗", "got an int"),
+        (_like(reference, lambda t: t.numpy()), "✗", "NumPy array"),
+        (_like(reference, lambda t: t[None]), "✗", ""),  # shape or broadcast, as each says
+        (_like(reference, lambda t: t.to(torch.int64 if t.dtype != torch.int64 else torch.float)),
+         "✗", "dtype"),
+        (_like(reference, lambda t: t * math.nan), "✗", ""),  # NaN, or a float mask's dtype
+    ]
+
+
+VALUE_ANSWERS = [  # (answer, mark, words) where a number, a list or a pair belongs
+    (None, "○", ""),
+    (..., "○", ""),
+    ("0.5", "✗", "the string '0.5'"),
+    (math.nan, "✗", ""),
+    (np.zeros((2, 3)), "✗", ""),
+    (torch.zeros(2, 3), "✗", ""),
+    (raises, "✗", "a function"),
+]
+
+
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return torch.equal(a, b)
+    return a is b or a == b
+
+
+@pytest.mark.parametrize("name", sorted(exercises.checks()))
+def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
+    check = exercises.checks()[name]
+    assert hasattr(check, "exercise"), \
+        f"{name} is public but not registered: decorate it with @exercise(kind, args=...)"
+    args = check.exercise.args()
+    reference = check(..., *args)  # untouched: ○ and the reference
+    assert one_line(capsys)[0] == "○" and reference is not None
+    if check.exercise.kind == "implement":
+        assert callable(reference)
+        answers = implement_answers(reference)
+    else:
+        answers = VALUE_ANSWERS
+    for answer, mark, words in answers:
+        got = expect(capsys, check, [answer], mark, words, *args)[0]
+        assert same(got, reference), (answer, got)  # usable: the reference, as for `...`
+
+
+# --- the one flow: check_answer ---------------------------------------------------------------
+
+@pytest.mark.parametrize("judge, mark, words, returned", [
+    (lambda a: None, "✓", "✓ x: fine.", 7),
+    (lambda a: "it is odd", "✗", "✗ x: it is odd. Hint: look again", -1),
+    (lambda a: Verdict.right("7 is right.", value=7.0), "✓", "✓ x: 7 is right.", 7.0),
+    (lambda a: Verdict.wrong("too big", "smaller"), "✗", "✗ x: too big. Hint: smaller", -1),
+    (lambda a: 1 / 0, "✗", "✗ x: checking your answer raised ZeroDivisionError", -1),
+    (loops_forever, "✗", "✗ x: checking your answer did not finish within 0.1 s", -1),
 ])
-def test_check_function_marks_and_returns_a_usable_function(capsys, answer, expected_mark, words):
-    got = check_function(answer, reference, inputs(), name="attention", hint="look again")
+def test_check_answer_lets_the_judge_decide_and_never_raises(capsys, judge, mark, words, returned):
+    got = check_answer(7, judge, name="x", reference=-1, hint="look again", success="fine",
+                       seconds=0.1)
     sign, line = one_line(capsys)
-    assert sign == expected_mark and words in line, line
-    assert got is (answer if expected_mark == "✓" else reference)
-    if expected_mark == "✗":
-        assert "Hint: look again" in line
+    assert sign == mark and line.startswith(words), line
+    assert got == returned and type(got) is type(returned)
 
 
-def test_call_safely_restores_the_alarm_after_a_time_out():
-    assert call_safely(loops_forever, 1, 2, 3, seconds=0.1)[1].startswith("your function did not")
-    assert call_safely(lambda: 5) == (5, None)
+def test_a_hint_in_two_steps_gives_the_nudge_then_the_method(capsys):
+    lines = []
+    for _ in range(3):
+        check_answer(1, lambda a: "no", name="two steps", reference=0, hint=("nudge.", "method."))
+        lines.append(one_line(capsys)[1])
+    assert lines[0].endswith("Hint: nudge.")
+    assert lines[1].endswith("Hint: nudge. Second hint: method.") and lines[2] == lines[1]
 
 
-def test_the_time_limit_is_the_module_setting_when_called(monkeypatch):
-    """`seconds=None` (the default) reads TIME_LIMIT_S at call time, so a test or a slow
-    machine can change it; tests/conftest.py sets it to 0.3 s."""
-    assert exercises.TIME_LIMIT_S == 0.3
-    assert "within 0.3 s" in call_safely(loops_forever)[1]
-    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.1)
-    assert "within 0.1 s" in call_safely(loops_forever)[1]
+def test_a_time_limit_inside_another_leaves_the_outer_one_running():
+    def judge():
+        inner = call_safely(loops_forever, seconds=0.05)[1]
+        assert inner.startswith("your function did not finish within 0.05 s")
+        loops_forever()  # stopped by the outer limit, restored after the inner call
+
+    assert "did not finish within 0.2 s" in call_safely(judge, seconds=0.2, who="the judge")[1]
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # no alarm left behind
 
 
-@pytest.mark.parametrize("guess, expected_mark", [
-    ([0.4, 0.25, 0.35], "✓"), ([0.9, 0.05, 0.05], "✗"), (..., "○"), (None, "○"),
-    ("0.4", "✗"), ([0.4, 0.25], "✗"), ([0.4, float("nan"), 0.35], "✗"),
-    (np.array([0.4, 0.25, 0.35]), "✓"),
-    (torch.tensor([0.4, 0.25, 0.35]), "✓"), (0.4, "✗"),
+# --- the three kinds ------------------------------------------------------------------------------
+
+def four_parts(x):
+    return x, x + 1, x + 2, x + 3
+
+
+@pytest.mark.parametrize("answer, mark, words", [
+    (four_parts, "✓", "f: matches attnlab's version on 1 random input."),  # singular
+    (lambda x: four_parts(x)[:3] + (x,), "✗", "the fourth result differs from the reference"),
 ])
-def test_check_prediction(capsys, guess, expected_mark):
+def test_check_function_compares_every_part_of_a_tuple(capsys, answer, mark, words):
+    got = check_function(answer, four_parts, [(torch.zeros(2),)], name="f", hint="h")
+    sign, line = one_line(capsys)
+    assert sign == mark and words in line, line
+    assert got is (answer if mark == "✓" else four_parts)
+
+
+@pytest.mark.parametrize("guess, mark, words", [
+    (np.array([0.4, 0.25, 0.35]), "✓", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
+    ([0.4, "a", 0.35], "✗", "each guess should be a number, got the string 'a'"),
+])
+def test_check_prediction_reads_a_list_of_numbers(capsys, guess, mark, words):
     measured = [0.405, 0.246, 0.349]
     got = check_prediction(guess, measured, name="weights", tolerance=0.05)
     sign, line = one_line(capsys)
-    assert sign == expected_mark, line
-    if expected_mark != "✓":
-        assert got == measured
+    assert sign == mark and words in line, line
+    assert got == ([0.4, 0.25, 0.35] if mark == "✓" else measured)  # an array comes back a list
 
 
-@pytest.mark.parametrize("answer, expected_mark", [
-    (2.0, "✓"), (torch.tensor(2.0), "✓"), (0.5, "✗"), ("2", "✗"), (True, "✗"), (float("inf"), "✗"),
-    (..., "○"), ([2.0], "✗"),
-])
-def test_check_number(capsys, answer, expected_mark):
-    got = check_number(answer, lambda t: 1.5 < t < 2.5, name="temperature",
-                       expected="between 1.5 and 2.5", hint="try larger", reference=2.0)
+def test_check_number_a_rule_that_breaks_is_a_cross_not_a_traceback(capsys):
+    got = check_number(1.0, lambda t: 1 / 0, name="x", expected="anything", hint="h",
+                       reference=0.0)
     sign, line = one_line(capsys)
-    assert sign == expected_mark, line
-    if expected_mark != "✓":
-        assert got == 2.0
-
-
-def test_a_broken_rule_is_a_cross_not_a_traceback(capsys):
-    check_number(1.0, lambda t: 1 / 0, name="x", expected="anything", hint="h", reference=0.0)
-    assert one_line(capsys)[0] == "✗"
+    assert sign == "✗" and "ZeroDivisionError" in line and got == 0.0

@@ -8,22 +8,37 @@ A check never raises. It prints one line and returns something the cells below c
 - `○ ...` not attempted (the placeholder `...` is still there, or the function still returns
   None); the check returns the reference answer.
 
-Three kinds of exercise use three checks: `check_prediction` (a guess written down before the
-cell that measures), `check_function` (a few lines implemented, compared with attnlab's version
-on inputs the check makes) and `check_number` (a number found by exploring). The per-notebook
-modules (`attnlab.exercises.ex01`, ...) hold the questions' references and hints and call these.
+One flow does this, `check_answer(answer, judge, ...)`: an untouched answer gets ○; otherwise
+`judge(answer)` says what is wrong (a string), or nothing (None: right), or gives a `Verdict`
+for more (the ✓ text and returned value, a ✗ with its own hint, a ○); a judge that raises or
+runs past its time limit gives ✗. Three checks build on it for the three kinds of exercise:
+`check_function` (*implement*: a few lines, compared with attnlab's version on inputs the check
+makes), `check_prediction` (*predict*: a guess written down before the cell that measures) and
+`check_number` (*explore*: a number found by experimenting). The per-notebook modules
+(`attnlab.exercises.ex01`, ...) hold the questions' references and hints and call these.
 
-Hostile answers are expected: None, a string, an int where a tensor belongs, the wrong shape or
-dtype, NaN, a function that raises or never returns. Each gets a `✗` that names what was
-expected. Printed numbers are rounded (`attnlab.report.fmt`) so the line is the same on any CPU.
+Every public function of a per-notebook module is a check and carries `@exercise(kind, args=...)`:
+its kind and example arguments after the answer, so that `checks()` finds it and the tests feed
+it hostile answers (None, a string, NaN, a function that raises or never returns, ...) without
+being told about it.
+
+A hint is a string, or a pair (nudge, method): the first ✗ of a check shows the nudge, later ones
+add the method. Printed numbers are rounded (`attnlab.report.fmt`) so a line is the same on any
+CPU.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 import numbers
+import pkgutil
+import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -31,12 +46,78 @@ import torch
 from ..report import fmt
 
 RIGHT, WRONG, TODO = "✓", "✗", "○"
+KINDS = ("implement", "predict", "explore")
 TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
 #                    time, so a test may set it lower (tests/conftest.py does)
+_ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
+_wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
 
 
 class _TimeLimit(Exception):
     pass
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Exercise:
+    """What a test or tool needs to call a check: its kind and example arguments after the
+    answer (what the notebook passes, such as the measured value of a *predict* exercise)."""
+    kind: str
+    args: Callable[[], tuple]
+
+
+def exercise(kind: str, args: tuple | Callable[[], tuple] = ()):
+    """Register a check: `@exercise("predict", args=(0.5,))` above `def check(guess, measured)`.
+
+    `args` is a tuple, or a function that makes one (for data worth building only when used).
+    The check itself is unchanged; it gains an `exercise` attribute.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    make = args if callable(args) else (lambda: tuple(args))
+
+    def register(check: Callable) -> Callable:
+        check.exercise = Exercise(kind, make)
+        return check
+    return register
+
+
+def checks() -> dict[str, Callable]:
+    """Every check of the series, by "exNN.name": the public functions of the modules exNN."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not re.fullmatch(r"ex\d\d", info.name):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for attr, obj in vars(module).items():
+            if inspect.isfunction(obj) and obj.__module__ == module.__name__ \
+                    and not attr.startswith("_"):
+                found[f"{info.name}.{attr}"] = obj
+    return found
+
+
+# --- the one flow --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a judge returns when None (right) or a string (what is wrong) is not enough."""
+    mark: str                          # RIGHT, WRONG or TODO
+    text: str = ""                     # the ✓ text, the problem, or the ○ text
+    hint: str | tuple[str, str] | None = None  # a ✗ hint instead of the check's
+    value: object = _ANSWER            # what a ✓ returns (default: the answer itself)
+
+    @classmethod
+    def right(cls, text: str = "", value=_ANSWER) -> Verdict:
+        return cls(RIGHT, text, value=value)
+
+    @classmethod
+    def wrong(cls, problem: str, hint: str | tuple[str, str] | None = None) -> Verdict:
+        return cls(WRONG, problem, hint)
+
+    @classmethod
+    def todo(cls, text: str) -> Verdict:
+        return cls(TODO, text)
 
 
 def say(mark: str, message: str, hint: str | None = None) -> None:
@@ -52,12 +133,63 @@ def untouched(answer) -> bool:
     return answer is ... or answer is None
 
 
-def call_safely(fn: Callable, *args, seconds: float | None = None):
+def check_answer(answer, judge: Callable, *, name: str, reference, hint: str | tuple[str, str],
+                 success: str = "", todo: str = "not attempted yet; put your answer in the cell "
+                                                 "above and run it again.",
+                 seconds: float | None = None):
+    """The flow of every check: ○ for an untouched answer, else `judge(answer)` decides.
+
+    `judge(answer)` returns None (right: the ✓ line says `success`, or "right"), a string (✗:
+    what is wrong; the line adds `hint`) or a `Verdict`. A judge that raises or takes longer
+    than `seconds` (None: 5 × `TIME_LIMIT_S` as it is when called) gives ✗ too. `hint` is a
+    string or a pair (nudge, method): the nudge at the first ✗ of this `name`, both after.
+    Returns the answer (or the Verdict's value) when right, else `reference`.
+    """
+    if untouched(answer):
+        say(TODO, f"{name}: {todo}")
+        return reference
+    limit = 5 * TIME_LIMIT_S if seconds is None else seconds
+    verdict, crash = call_safely(judge, answer, seconds=limit, who="checking your answer")
+    if crash is not None:
+        verdict = Verdict.wrong(crash)
+    elif verdict is None:
+        verdict = Verdict.right()
+    elif isinstance(verdict, str):
+        verdict = Verdict.wrong(verdict)
+    elif not isinstance(verdict, Verdict):  # a bug of ours: still a line, not a traceback
+        verdict = Verdict.wrong(f"this check could not judge your answer ({_kind(verdict)})")
+    if verdict.mark == RIGHT:
+        say(RIGHT, f"{name}: {_sentence(verdict.text or success or 'right')}")
+        return answer if verdict.value is _ANSWER else verdict.value
+    if verdict.mark == TODO:
+        say(TODO, f"{name}: {verdict.text}")
+        return reference
+    say(WRONG, f"{name}: {_sentence(verdict.text)}", _hint_step(name, verdict.hint or hint))
+    return reference
+
+
+def _hint_step(name: str, hint: str | tuple[str, str] | None) -> str | None:
+    """The hint for this ✗: a string as it is; of a (nudge, method) pair, the nudge the first
+    time `name` is wrong, the nudge and the method after that."""
+    if not isinstance(hint, tuple):
+        return hint
+    _wrong_so_far[name] = _wrong_so_far.get(name, 0) + 1
+    nudge, method = hint
+    return nudge if _wrong_so_far[name] == 1 else f"{nudge} Second hint: {method}"
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def call_safely(fn: Callable, *args, seconds: float | None = None, who: str = "your function"):
     """Call a student's `fn(*args)` with a time limit; returns (value, problem or None).
 
     `seconds` defaults to `TIME_LIMIT_S` as it is when called. The limit uses SIGALRM, so it
     applies in the main thread (where notebook cells run); it interrupts a Python loop, and an
-    operation inside PyTorch as soon as it returns.
+    operation inside PyTorch as soon as it returns. Calls nest: an inner call ends by the outer
+    one's deadline at the latest, and gives the outer one back what was left of its time.
+    `who` names what ran in the problem ("your function raised ...").
     """
     if seconds is None:
         seconds = TIME_LIMIT_S
@@ -65,20 +197,27 @@ def call_safely(fn: Callable, *args, seconds: float | None = None):
     if in_main:
         def alarm(signum, frame):
             raise _TimeLimit
+        outer_left = signal.getitimer(signal.ITIMER_REAL)[0]  # 0: no outer limit running
         previous = signal.signal(signal.SIGALRM, alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        started = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
     try:
         return fn(*args), None
     except _TimeLimit:
-        return None, f"your function did not finish within {seconds:g} s (an endless loop?)"
+        return None, f"{who} did not finish within {seconds:g} s (an endless loop?)"
     except Exception as error:  # the student's code: any exception is feedback, not a crash
         text = str(error).splitlines()[0][:160] if str(error) else ""
-        return None, f"your function raised {type(error).__name__}" + (f": {text}" if text else "")
+        return None, f"{who} raised {type(error).__name__}" + (f": {text}" if text else "")
     finally:
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if outer_left:  # the outer limit goes on (and fires at once if it has passed)
+                left = outer_left - (time.monotonic() - started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))
 
+
+# --- the three kinds -----------------------------------------------------------------------------
 
 def as_number(answer, name: str = "your answer") -> tuple[float | None, str | None]:
     """(the answer as a float, None) or (None, what is wrong with it)."""
@@ -113,52 +252,74 @@ def tensor_problem(got, expected: torch.Tensor, *, name: str = "your result",
     return None
 
 
-def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str, hint: str,
-                   atol: float = 1e-5, rtol: float = 1e-4, seconds: float | None = None,
-                   compare: Callable | None = None, success: str | None = None):
+def result_problem(got, expected, *, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
+    """`tensor_problem` for a tensor result, or for each part of a tuple of them (all parts)."""
+    if not isinstance(expected, tuple):
+        return tensor_problem(got, expected, atol=atol, rtol=rtol)
+    n = len(expected)
+    if not isinstance(got, tuple) or len(got) != n:
+        return f"your function should return a tuple of {n} tensors, got {_kind(got)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        problem = tensor_problem(g, e, name=f"the {_ordinal(i)} result", atol=atol, rtol=rtol)
+        if problem:
+            return problem
+    return None
+
+
+def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str,
+                   hint: str | tuple[str, str], atol: float = 1e-5, rtol: float = 1e-4,
+                   seconds: float | None = None, compare: Callable | None = None,
+                   success: str | None = None):
     """An *implement* exercise: `fn` against `reference` on each argument tuple in `inputs`.
 
     Each call of `fn` is stopped after `seconds` (None: `TIME_LIMIT_S` as it is when called).
-    `compare(got, expected) -> problem or None` replaces the tensor comparison where an exercise
-    can name its typical mistakes (a transposed mask, say); `success` replaces the ✓ line's text.
-    Returns `fn` when it matches on every input, else `reference`, so later cells can always
-    call what is returned.
+    `compare(got, expected, *args) -> problem or None` replaces the comparison of tensors (or
+    tuples of them) where an exercise can name its typical mistakes (a transposed mask, say);
+    `success` replaces the ✓ line's text. Returns `fn` when it matches on every input, else
+    `reference`, so later cells can always call what is returned.
     """
-    if fn is ... or fn is None:
-        say(TODO, f"{name}: not attempted yet; write your function above and run the cell again.")
-        return reference
-    if not callable(fn):
-        say(WRONG, f"{name}: expected a function, got {_kind(fn)}.", hint)
-        return reference
-    for i, args in enumerate(inputs):
-        got, problem = call_safely(fn, *args, seconds=seconds)
-        if problem is None and got is None and i == 0:
-            say(TODO, f"{name}: not attempted yet (your function returns None); "
-                      "replace the `...` and run the cell again.")
-            return reference
-        expected = reference(*args)
-        if problem is None:
-            if isinstance(expected, tuple):
-                if not isinstance(got, tuple) or len(got) != len(expected):
-                    problem = (f"your function should return a tuple of {len(expected)} tensors, "
-                               f"got {_kind(got)}")
-                else:
-                    parts = zip(got, expected, ("first", "second", "third"))
-                    problem = next((p for g, e, part in parts
-                                    if (p := tensor_problem(g, e, name=f"the {part} result",
-                                                            atol=atol, rtol=rtol))), None)
-            elif compare is not None:
-                problem = compare(got, expected)
-            else:
-                problem = tensor_problem(got, expected, atol=atol, rtol=rtol)
-        if problem is not None:
-            shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)
-                               for a in args)
-            say(WRONG, f"{name}: on inputs of shapes {shapes}, {problem}.", hint)
-            return reference
-    success = success or f"matches attnlab's version on {len(inputs)} random inputs"
-    say(RIGHT, f"{name}: {success}.")
-    return fn
+    def judge(fn):
+        if not callable(fn):
+            return f"expected a function, got {_kind(fn)}"
+        for i, args in enumerate(inputs):
+            got, problem = call_safely(fn, *args, seconds=seconds)
+            if problem is None and got is None and i == 0:
+                return Verdict.todo("not attempted yet (your function returns None); "
+                                    "replace the `...` and run the cell again.")
+            if problem is None:
+                expected = reference(*args)
+                problem = (compare(got, expected, *args) if compare is not None
+                           else result_problem(got, expected, atol=atol, rtol=rtol))
+            if problem is not None:
+                shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)
+                                   for a in args)
+                return f"on inputs of shapes {shapes}, {problem}"
+        return None
+
+    n = len(inputs)
+    per_call = TIME_LIMIT_S if seconds is None else seconds
+    return check_answer(
+        fn, judge, name=name, reference=reference, hint=hint,
+        success=success or f"matches attnlab's version on {n} random input{'' if n == 1 else 's'}",
+        todo="not attempted yet; write your function above and run the cell again.",
+        seconds=per_call * (n + 2))
+
+
+def _numbers(guess, n: int) -> tuple[list[float] | None, str | None]:
+    """(n floats, None) or (None, what is wrong with the guess as a list of n numbers)."""
+    if isinstance(guess, (torch.Tensor, np.ndarray)):
+        guess = guess.tolist()
+    if isinstance(guess, (str, bytes)) or not isinstance(guess, Sequence):
+        return None, f"expected a list of {n} numbers, got {_kind(guess)}"
+    if len(guess) != n:
+        return None, f"expected {n} numbers, got {len(guess)}"
+    values = []
+    for g in guess:
+        value, problem = as_number(g, "each guess")
+        if problem:
+            return None, problem
+        values.append(value)
+    return values, None
 
 
 def check_prediction(guess, measured, *, name: str, tolerance: float, digits: int = 3,
@@ -168,79 +329,61 @@ def check_prediction(guess, measured, *, name: str, tolerance: float, digits: in
     `guess` and `measured` are numbers or equal-length sequences of numbers; a guess within
     `tolerance` (absolute, per entry) is right. Either way the line shows both, since a wrong
     prediction that is then explained is the point of the exercise. Returns the guess when
-    right, else the measured value.
+    right (a tensor or array of guesses as a list), else the measured value.
     """
     many = isinstance(measured, (Sequence, np.ndarray, torch.Tensor))
-    if many:
-        values = measured.tolist() if hasattr(measured, "tolist") else measured
-        measured_list = [float(m) for m in values]
-    else:
-        measured_list = [float(measured)]
-    if untouched(guess):
-        say(TODO, f"{name}: no prediction yet; "
-                  "write your guess in the cell above before running.")
-        return measured
-    if many:
-        if isinstance(guess, torch.Tensor) or isinstance(guess, np.ndarray):
-            guess = guess.tolist()
-        if isinstance(guess, (str, bytes)) or not isinstance(guess, Sequence):
-            say(WRONG,
-                f"{name}: expected a list of {len(measured_list)} numbers, got {_kind(guess)}.",
-                "write e.g. [0.1, 0.2, 0.7].")
-            return measured
-        if len(guess) != len(measured_list):
-            say(WRONG, f"{name}: expected {len(measured_list)} numbers, got {len(guess)}.",
-                "one number per measured value.")
-            return measured
-        guesses = []
-        for g in guess:
-            value, problem = as_number(g, "each guess")
-            if problem:
-                say(WRONG, f"{name}: {problem}.", "write plain numbers such as 0.25.")
-                return measured
-            guesses.append(value)
-    else:
-        value, problem = as_number(guess, "your guess")
+    values = measured.tolist() if hasattr(measured, "tolist") else measured
+    measured_list = [float(m) for m in values] if many else [float(measured)]
+
+    def judge(guess):
+        if many:
+            guesses, problem = _numbers(guess, len(measured_list))
+        else:
+            value, problem = as_number(guess, "your guess")
+            guesses = [value]
         if problem:
-            say(WRONG, f"{name}: {problem}.", "write a plain number such as 0.25.")
-            return measured
-        guesses = [value]
-    shown_guess = ", ".join(fmt(g, digits, guard=False) for g in guesses)
-    shown_measured = ", ".join(fmt(m, digits, guard=False) for m in measured_list)
-    off = max(abs(g - m) for g, m in zip(guesses, measured_list))
-    if off <= tolerance:
-        say(RIGHT,
-            f"{name}: you predicted {shown_guess}; measured {shown_measured}. {lesson}".rstrip())
-        return guess
-    say(WRONG, f"{name}: you predicted {shown_guess}; measured {shown_measured} "
-               f"(more than {tolerance:g} apart).",
-        lesson or "compare with the measurement and see why.")
-    return measured
+            return Verdict.wrong(problem, f"write a list of {len(measured_list)} plain numbers, "
+                                          "one per measured value." if many
+                                 else "write a plain number such as 0.25.")
+        shown_guess = ", ".join(fmt(g, digits, guard=False) for g in guesses)
+        shown_measured = ", ".join(fmt(m, digits, guard=False) for m in measured_list)
+        if max(abs(g - m) for g, m in zip(guesses, measured_list)) <= tolerance:
+            value = guess.tolist() if isinstance(guess, (torch.Tensor, np.ndarray)) and many \
+                else guess
+            return Verdict.right(
+                f"you predicted {shown_guess}; measured {shown_measured}. {lesson}".rstrip(), value)
+        return f"you predicted {shown_guess}; measured {shown_measured} " \
+               f"(more than {tolerance:g} apart)"
+
+    return check_answer(
+        guess, judge, name=name, reference=measured,
+        hint=lesson or "compare with the measurement and see why.",
+        todo="no prediction yet; write your guess in the cell above before running.")
 
 
-def check_number(answer, is_right: Callable[[float], bool], *, name: str, expected: str, hint: str,
-                 reference: float, success: str = ""):
+def check_number(answer, is_right: Callable[[float], bool], *, name: str, expected: str,
+                 hint: str | tuple[str, str], reference: float, success: str = ""):
     """An *explore* exercise: a number the student found; `is_right(value)` decides.
 
-    `expected` says in words what the number should satisfy (shown when it is not a number).
-    Returns the answer when right, else `reference`.
+    `expected` says in words what the number should satisfy (shown when it is not). Returns
+    the answer when right, else `reference`.
     """
-    if untouched(answer):
-        say(TODO, f"{name}: not attempted yet; put your number in the cell above.")
-        return reference
-    value, problem = as_number(answer)
-    if problem:
-        say(WRONG, f"{name}: {problem} ({expected}).", hint)
-        return reference
-    try:
-        ok = bool(is_right(value))
-    except Exception:  # a check of ours must never raise at the student
-        ok = False
-    if ok:
-        say(RIGHT, f"{name}: {success}".rstrip() if success else f"{name}: right.")
-        return answer
-    say(WRONG, f"{name}: {fmt(value, 4, guard=False)} does not satisfy it yet ({expected}).", hint)
-    return reference
+    def judge(answer):
+        value, problem = as_number(answer)
+        if problem:
+            return f"{problem} ({expected})"
+        if is_right(value):
+            return None
+        return f"{fmt(value, 4, guard=False)} does not satisfy it yet ({expected})"
+
+    return check_answer(answer, judge, name=name, reference=reference, hint=hint,
+                        success=success, todo="not attempted yet; put your number in the cell "
+                                              "above.")
+
+
+def _ordinal(i: int) -> str:
+    words = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+    return words[i] if i < len(words) else f"{i + 1}th"
 
 
 def _kind(x) -> str:
@@ -253,4 +396,7 @@ def _kind(x) -> str:
         return f"a NumPy array of shape {x.shape} (use torch.tensor or torch ops)"
     if isinstance(x, str):
         return f"the string {x[:30]!r}" + ("..." if len(x) > 30 else "")
-    return f"a {type(x).__name__}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)} item{'' if len(x) == 1 else 's'}"
+    kind = type(x).__name__
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"

@@ -16,12 +16,13 @@ import torch
 
 from ..report import fmt
 from ..scaling import peak_weight_at_temperature
-from . import as_number, check_function, check_number, check_prediction
+from . import Verdict, as_number, check_answer, check_function, check_prediction, exercise
 
 TARGET, TOLERANCE = 0.5, 0.02  # the mean largest weight the explore exercise asks for
 ANSWER = 3.52  # a τ that gives it (tests/test_ex02.py measures that it does)
 
 
+@exercise("predict", args=(16.36,))
 def std_at_256(guess, measured):
     """Your guess for std(q·k) at d_k = 256 against the measured value (±2 is right)."""
     return check_prediction(
@@ -30,22 +31,23 @@ def std_at_256(guess, measured):
                "root of the variance.")
 
 
-def folded(W_Q: torch.Tensor) -> torch.Tensor:
+def _folded(W_Q: torch.Tensor) -> torch.Tensor:
     """W_Q with 1/√d_k folded in; d_k is the width of each query, W_Q's last dimension."""
     return W_Q / math.sqrt(W_Q.shape[-1])
 
 
-def fold_inputs(seed: int = 2) -> list[tuple[torch.Tensor]]:
+def _fold_inputs(seed: int = 2) -> list[tuple[torch.Tensor]]:
     """Random W_Q of shapes (d_model, d_k) with d_model ≠ d_k, and one per head (H, d_model, d_k),
     so that dividing by the wrong dimension or by a fixed number is caught."""
     g = torch.Generator().manual_seed(seed)
     return [(torch.randn(s, generator=g),) for s in ((32, 64), (64, 16), (4, 32, 8))]
 
 
+@exercise("implement")
 def fold_scale(fn):
-    """Your `fn(W_Q) -> W_Q'` against `folded`: softmax((X W_Q')(X W_K)ᵀ) is scaled attention."""
+    """Your `fn(W_Q) -> W_Q'` against `_folded`: softmax((X W_Q')(X W_K)ᵀ) is scaled attention."""
     return check_function(
-        fn, folded, fold_inputs(), name="fold the scale into W_Q",
+        fn, _folded, _fold_inputs(), name="fold the scale into W_Q",
         hint="d_k is the size of one query: read it from W_Q's shape (its last dimension), and "
              "remember that the scores are divided by the square root of d_k.")
 
@@ -58,16 +60,22 @@ def _peak(temperature: float) -> float:
         return math.nan
 
 
+@exercise("explore")
 def temperature(answer):
     """Your τ must give a mean largest weight within TOLERANCE of TARGET (d_k = 64, 16 keys)."""
-    value, _ = as_number(answer)
-    peak = _peak(value) if value is not None and value > 0 else math.nan
-    measured = f"at τ = {value:g} the mean largest weight is {fmt(peak, 3, guard=False)}" \
-        if math.isfinite(peak) else ""
+    expected = f"a τ > 0 with a mean largest weight of {TARGET} ± {TOLERANCE}"
     hint = "a larger τ flattens the softmax, a smaller one sharpens it."
-    return check_number(
-        answer, lambda t: abs(peak - TARGET) <= TOLERANCE,
-        name="temperature for a peak of 0.5",
-        expected=f"a τ > 0 with a mean largest weight of {TARGET} ± {TOLERANCE}",
-        hint=f"{measured}; {hint}" if measured else hint,
-        reference=ANSWER, success=f"{measured}.")
+
+    def judge(answer):
+        value, problem = as_number(answer)
+        if problem:
+            return f"{problem} ({expected})"
+        peak = _peak(value) if value > 0 else math.nan
+        measured = f"at τ = {value:g} the mean largest weight is {fmt(peak, 3, guard=False)}"
+        if math.isfinite(peak) and abs(peak - TARGET) <= TOLERANCE:
+            return Verdict.right(f"{measured}.")
+        return Verdict.wrong(f"{fmt(value, 4, guard=False)} does not satisfy it yet ({expected})",
+                             f"{measured}; {hint}" if math.isfinite(peak) else hint)
+
+    return check_answer(answer, judge, name="temperature for a peak of 0.5", reference=ANSWER,
+                        hint=hint, todo="not attempted yet; put your number in the cell above.")

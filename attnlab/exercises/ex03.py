@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..models import attention_received as _attention_received
-from . import check_function, check_prediction
+from ..probes import attention_received as _attention_received
+from . import check_function, check_prediction, exercise
 
 
 def _weights(generator: torch.Generator, real: torch.Tensor, heads: int) -> torch.Tensor:
@@ -28,6 +28,7 @@ def _batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
     return cases
 
 
+@exercise("implement")
 def attention_received(fn):
     """Implement: for every key, the mean over the real queries of the weight it receives."""
     return check_function(
@@ -52,6 +53,7 @@ def _columns() -> list[tuple[torch.Tensor, torch.Tensor]]:
     return cases
 
 
+@exercise("implement")
 def zero_column(fn):
     """Implement: zero the decisive word's column after the softmax (no renormalising)."""
     return check_function(
@@ -61,6 +63,7 @@ def zero_column(fn):
              "and the rows are keys' weights per query, so do not zero a row.")
 
 
+@exercise("predict", args=(0.936,))
 def flips_after_zeroing(guess, measured):
     """Predict: the share of positive test reviews whose prediction flips when the decisive
     word's column is zeroed after the softmax."""

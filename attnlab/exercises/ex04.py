@@ -6,9 +6,10 @@ import math
 
 import torch
 
-from . import check_function, check_prediction
+from . import check_function, check_prediction, exercise
 
 
+@exercise("predict", args=(0.49,))
 def order_without_positions(guess, measured):
     """Predict: the order task's mean test accuracy for the model without positions."""
     return check_prediction(
@@ -18,6 +19,7 @@ def order_without_positions(guess, measured):
                "the other.")
 
 
+@exercise("predict", args=(4.0,))
 def sinusoidal_norm(guess, measured):
     """Predict: the length (L2 norm) of one sinusoidal position vector for d = 32."""
     return check_prediction(
@@ -32,6 +34,7 @@ def _shift_matrix(omega: float, k: int) -> torch.Tensor:
     return torch.tensor([[c, s], [-s, c]])  # sin(a+b) = sin a cos b + cos a sin b; cos(a+b) = ...
 
 
+@exercise("implement")
 def shift_matrix(fn):
     """Implement: the rotation that moves a sinusoidal (sin, cos) pair k positions on."""
     cases = [(1.0, 1), (0.5, 3), (0.0316, 7), (1.0, -2), (0.1, 0)]

@@ -19,6 +19,7 @@ from . import (
     check_function,
     check_number,
     check_prediction,
+    exercise,
     tensor_problem,
 )
 
@@ -43,6 +44,7 @@ def _mask_problem(got, T: int) -> str | None:
     return f"{name} has {wrong} of {T * T} entries wrong"
 
 
+@exercise("implement")
 def causal_mask(fn, *, seconds: float | None = None):
     """Your `fn(T) -> (T, T) bool tensor` against `attnlab.causal_mask` for T in SIZES.
 
@@ -52,10 +54,11 @@ def causal_mask(fn, *, seconds: float | None = None):
         fn, reference_mask, [(T,) for T in SIZES], name="causal_mask", seconds=seconds,
         hint=("row i is query i and may attend to columns j <= i; compare torch.arange(T) with "
               "itself as a column, or look at torch.tril."),
-        compare=lambda got, expected: _mask_problem(got, expected.shape[0]),
+        compare=lambda got, expected, T: _mask_problem(got, T),
         success=f"matches attnlab's causal_mask for T = {', '.join(map(str, SIZES))}")
 
 
+@exercise("predict", args=(0.42,))
 def unmasked_generation(guess, measured):
     """Your guess for the unmasked model's generated accuracy against the measured one (±0.15)."""
     return check_prediction(
@@ -64,15 +67,24 @@ def unmasked_generation(guess, measured):
                "writing on its own, there is no next token to copy.")
 
 
-def one_step_ahead_share(weights: torch.Tensor) -> float:
+def _one_step_ahead_share(weights: torch.Tensor) -> float:
     """Mean weight on key t + 1 over the queries t that have one, for weights (..., T, T)."""
     return float(torch.diagonal(weights, offset=1, dim1=-2, dim2=-1).mean())
 
 
+def _example_weights(seed: int = 0) -> torch.Tensor:
+    """Attention weights (10, 2, 6, 6) as the unmasked model's, made up: random rows pulled
+    towards the next position."""
+    ahead = 3.0 * torch.diag(torch.ones(5), 1)  # (6, 6)
+    scores = torch.randn(10, 2, 6, 6, generator=torch.Generator().manual_seed(seed))
+    return torch.softmax(scores + ahead, dim=-1)  # (10, 2, 6, 6)
+
+
+@exercise("explore", args=lambda: (_example_weights(),))
 def one_step_ahead(answer, weights: torch.Tensor):
     """Your number against the mean attention weight on the position right after each query
     (within 0.005), measured on `weights` (..., T, T). Returns your number or the measured one."""
-    measured = one_step_ahead_share(weights)
+    measured = _one_step_ahead_share(weights)
     return check_number(
         answer, lambda value: abs(value - measured) <= 0.005, name="one step ahead",
         expected="the mean weight a query puts on the position right after it, between 0 and 1",

@@ -13,9 +13,10 @@ import torch
 
 from ..online_softmax import empty_state
 from ..online_softmax import online_update as reference_update
-from . import check_function, check_prediction
+from . import check_function, check_prediction, exercise
 
 
+@exercise("predict", args=([16.0, 4.0, 8.0],))
 def flop_ratios(guess, measured):
     """Your [score part, projections, whole layer] ratios against the counted ones (±1 is right)."""
     return check_prediction(
@@ -25,7 +26,7 @@ def flop_ratios(guess, measured):
                "once (T); the layer adds both.")
 
 
-def update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
+def _update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
     """(m, total, acc, scores, v_block) cases: the first block after `empty_state`; a second
     block whose scores are larger (its max replaces the old one, so what was kept must be
     rescaled); one whose scores are smaller (the old max stays). Sizes differ per dimension
@@ -39,10 +40,11 @@ def update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
     return [(*start, first, v1), (*after_first, second + 3.0, v2), (*after_first, second - 3.0, v2)]
 
 
+@exercise("implement")
 def online_update(fn, *, seconds: float | None = None):
     """Your `fn(m, total, acc, scores, v_block) -> (m, total, acc)` against attnlab's."""
     return check_function(
-        fn, reference_update, update_inputs(), name="online_update", seconds=seconds,
+        fn, reference_update, _update_inputs(), name="online_update", seconds=seconds,
         hint="the new max is the larger of the old max and the block's largest score; the old "
              "total and acc were computed against the old max, so both need the factor "
              "exp(old max - new max) before the block's terms are added.")
