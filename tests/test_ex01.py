@@ -8,6 +8,7 @@ import torch
 from exercise_doubles import expect
 
 import attnlab
+from attnlab import attention as attn
 from attnlab.exercises import ex01
 
 K = ex01.WORKED_KEYS  # (3, 4)
@@ -73,3 +74,52 @@ def test_key_2_wins(capsys, answers, mark, words):
     for got in expect(capsys, ex01.key_2_wins, answers, mark, words, K):
         assert isinstance(got, torch.Tensor) and got.shape == (4,)  # usable: key 2 wins with it
         assert attnlab.scaled_dot_product_attention(got[None], K, K)[1][0].argmax() == 2
+
+
+# --- implement split_heads and merge_heads -------------------------------------------------------
+
+def split(x, n_heads):
+    B, T, d_model = x.shape
+    return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def split_reshaped(x, n_heads):  # straight to (B, H, T, d_head)
+    B, T, d_model = x.shape
+    return x.reshape(B, n_heads, T, d_model // n_heads)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([split, attn.split_heads, lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)], "✓",
+     "split_heads: matches attnlab's version on 3 random inputs."),
+    ([split_reshaped, lambda x, h: x.view(x.shape[0], h, x.shape[1], -1)], "✗",
+     "a reshape without the transpose"),
+    ([lambda x, h: split(x, h).transpose(1, 2)], "✗", "the transpose is missing"),
+    ([lambda x, h: split(x, h).permute(0, 2, 3, 1),  # (B, T, d_head, H)
+      lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], -1)], "✗",
+     "the transpose of the wrong dimensions"),
+    ([lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2)], "✗",
+     "d_model split as (d_head, H)"),
+])
+def test_split_heads(capsys, answers, mark, words):
+    got = expect(capsys, ex01.split_heads, answers, mark, words)
+    assert got == (answers if mark == "✓" else [attn.split_heads] * len(got))
+
+
+def merge(x):
+    B, H, T, D = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * D)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([merge, attn.merge_heads, lambda x: x.transpose(1, 2).contiguous().flatten(2)], "✓",
+     "merge_heads: matches attnlab's version on 3 random inputs."),
+    ([lambda x: x.reshape(x.shape[0], x.shape[2], -1)], "✗", "a reshape without transposing back"),
+    ([lambda x: x.transpose(1, 2)], "✗", "but not merged yet"),
+    ([lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1)], "✗",
+     "the transpose of the wrong dimensions"),
+    ([lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1)], "✗",
+     "raised RuntimeError: view size is not compatible"),  # .view after the transpose
+])
+def test_merge_heads(capsys, answers, mark, words):
+    got = expect(capsys, ex01.merge_heads, answers, mark, words)
+    assert got == (answers if mark == "✓" else [attn.merge_heads] * len(got))

@@ -4,15 +4,22 @@
   softmax is computed;
 - `attention` (implement): softmax(q kᵀ / √d_k) v in three lines, against attnlab's
   `scaled_dot_product_attention` on random inputs, batched ones included;
-- `key_2_wins` (explore): a query for which key 2 of the worked example gets the largest weight.
+- `key_2_wins` (explore): a query for which key 2 of the worked example gets the largest weight;
+- `split_heads` and `merge_heads` (implement): (B, T, d_model) -> (B, H, T, d_head) and back,
+  against attnlab's; a reshape without the transpose, or the transpose of the wrong axes, is
+  named in the ✗ line.
 
 Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
 """
 from __future__ import annotations
 
+import itertools
+
 import torch
 
+from ..attention import merge_heads as reference_merge
 from ..attention import scaled_dot_product_attention
+from ..attention import split_heads as reference_split
 from ..report import fmt
 from . import (
     Verdict,
@@ -22,6 +29,7 @@ from . import (
     check_function,
     check_prediction,
     exercise,
+    tensor_problem,
 )
 
 LIMIT = 3.0  # the playground's sliders run from -LIMIT to LIMIT
@@ -108,3 +116,100 @@ def key_2_wins(query, keys: torch.Tensor):
         hint="a query that matches key 0 and key 1 equally well; what does key 2 have that they "
              "lack?",
         todo="not attempted yet; put your query in the cell above.")
+
+
+# --- split and merge heads ----------------------------------------------------------------------
+
+AXES = ("B", "H", "T", "d_head")  # the axes of split_heads' result and merge_heads' input
+
+
+def _split_inputs(seed: int = 11) -> list[tuple[torch.Tensor, int]]:
+    """(x (B, T, d_model), n_heads) with B, H, T and d_head all different and T ≠ H, so that a
+    reshape without the transpose, or axes in another order, cannot pass for the right split."""
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(B, T, H * D, generator=g), H)
+            for B, T, H, D in ((2, 5, 3, 4), (3, 4, 2, 6), (1, 7, 4, 2))]
+
+
+def _axis_order(got: torch.Tensor, expected: torch.Tensor) -> str | None:
+    """The axes of `got` named as `expected`'s (e.g. "(B, T, H, d_head)") when `got` is
+    `expected` with its axes permuted, else None."""
+    for order in itertools.permutations(range(expected.dim())):
+        if order != tuple(range(expected.dim())) and got.shape == expected.permute(order).shape \
+                and torch.equal(got, expected.permute(order)):
+            return "(" + ", ".join(AXES[i] for i in order) + ")"
+    return None
+
+
+def _split_problem(got, expected: torch.Tensor, x: torch.Tensor, n_heads: int) -> str | None:
+    """What is wrong with `got` as split_heads(x, n_heads), naming the classic mistakes."""
+    B, H, T, D = expected.shape
+    if isinstance(got, torch.Tensor) and got.dtype == expected.dtype:
+        order = _axis_order(got, expected)
+        if order == "(B, T, H, d_head)":
+            return ("the split is right but the transpose is missing: your axes are in the order "
+                    f"{order}, expected (B, H, T, d_head) = {tuple(expected.shape)}")
+        if order is not None:
+            return (f"the transpose of the wrong dimensions: your axes are in the order {order}, "
+                    f"expected (B, H, T, d_head) = {tuple(expected.shape)}")
+        if got.shape != expected.shape:
+            return tensor_problem(got, expected)
+        if torch.equal(got, x.reshape(B, H, T, D)):
+            return ("a reshape without the transpose: x.reshape(B, H, T, d_head) has the right "
+                    "shape, but deals one token's numbers out over several positions of a head")
+        if torch.equal(got, x.transpose(1, 2).reshape(B, H, T, D)):
+            return ("the transpose of the wrong dimensions: swapping T and d_model before the "
+                    "split mixes the tokens' numbers")
+        if torch.equal(got, x.view(B, T, D, H).permute(0, 3, 1, 2)):
+            return ("d_model split as (d_head, H) instead of (H, d_head): a head's d_head numbers "
+                    "are consecutive in a token's vector, not every H-th one")
+    return tensor_problem(got, expected)
+
+
+@exercise("implement")
+def split_heads(fn):
+    """Your `fn(x, n_heads)`: (B, T, d_model) -> (B, H, T, d_head), against attnlab's."""
+    return check_function(
+        fn, reference_split, _split_inputs(), name="split_heads", compare=_split_problem,
+        hint=("a head needs, for every token, its own d_head consecutive numbers of that token; "
+              "which shape lets you pick them out without mixing tokens, and which axis is in "
+              "the wrong place after that?",
+              "first split the last axis only, d_model = H · d_head, keeping B and T where they "
+              "are; then swap the token axis with the head axis."))
+
+
+def _merge_problem(got, expected: torch.Tensor, x: torch.Tensor) -> str | None:
+    """What is wrong with `got` as merge_heads(x), naming the classic mistakes."""
+    B, H, T, D = x.shape
+    if isinstance(got, torch.Tensor) and got.dtype == expected.dtype:
+        if got.shape == (B, T, H, D) and torch.equal(got, x.transpose(1, 2)):
+            return ("the heads are back beside each other per token, but not merged yet: shape "
+                    f"(B, T, H, d_head) = {(B, T, H, D)}, expected (B, T, H · d_head) = "
+                    f"{tuple(expected.shape)}")
+        if got.shape == expected.shape and not torch.equal(got, expected):
+            if torch.equal(got, x.reshape(B, T, H * D)):
+                return ("a reshape without transposing back: x.reshape(B, T, H · d_head) has the "
+                        "right shape, but a row mixes several positions of one head")
+            for i, j in itertools.combinations(range(4), 2):
+                if (i, j) != (1, 2) and torch.equal(got, x.transpose(i, j).reshape(B, T, H * D)):
+                    return (f"the transpose of the wrong dimensions ({AXES[i]} and {AXES[j]}): "
+                            "a row of the result must hold one position's numbers from every head")
+    return tensor_problem(got, expected)
+
+
+def _merge_inputs(seed: int = 12) -> list[tuple[torch.Tensor]]:
+    """x (B, H, T, d_head) with B, H, T and d_head all different, as split_heads makes them."""
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(B, H, T, D, generator=g),) for B, H, T, D in ((2, 3, 5, 4), (3, 2, 4, 6),
+                                                                       (1, 4, 7, 2))]
+
+
+@exercise("implement")
+def merge_heads(fn):
+    """Your `fn(x)`: (B, H, T, d_head) -> (B, T, H · d_head), against attnlab's."""
+    return check_function(
+        fn, reference_merge, _merge_inputs(), name="merge_heads", compare=_merge_problem,
+        hint=("merge_heads undoes split_heads: which of split's two steps must be undone first?",
+              "bring the token axis back next to the batch axis, so that each position holds its "
+              "H heads side by side, then flatten the last two axes into one; a transposed "
+              "tensor is not contiguous, which one of .view and .reshape minds."))
