@@ -47,3 +47,41 @@ def test_one_step_ahead(capsys):
     for got in expect(capsys, ex07.one_step_ahead, [one_behind, on_itself], "✗",
                       "does not satisfy it yet", weights):
         assert got == pytest.approx(right)
+
+
+# --- padding_and_causal (implement) ------------------------------------------------------------
+
+def both(real):  # (B, 1, T, T)
+    return real[:, None, None, :] & attnlab.causal_mask(real.shape[1])
+
+
+def causal(real):
+    return attnlab.causal_mask(real.shape[1])  # (T, T)
+
+
+def keys(real):
+    return real[:, None, None, :]  # (B, 1, 1, T)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([both, lambda r: both(r).expand(-1, 3, -1, -1),  # one copy per head of the scores
+      lambda r: torch.tril(keys(r).expand(-1, 1, r.shape[1], -1))], "✓",
+     "padding_and_causal: matches the reference on 2 padded batches, after broadcasting to "
+     "(B, H, T, T)."),
+    ([lambda r: r[:, None, :, None] & causal(r)], "✗", "the padding mask is on the query side"),
+    ([lambda r: keys(r) & causal(r).T], "✗", "see the future, not the past"),
+    ([lambda r: keys(r) | causal(r)], "✗", "combined with |"),
+    ([lambda r: r[:, None, :] & causal(r), lambda r: (r[:, None, :] & causal(r))[None]], "✗",
+     "does not broadcast to (B, H, T, T) = (2, 3, 5, 5)"),
+    ([lambda r: ~both(r)], "✗", "True where attention is forbidden"),
+    ([lambda r: r[:, None, :, None] & both(r)], "✗", "also hides the padding queries' rows"),
+    ([causal], "✗", "only the causal part"),
+    ([keys], "✗", "only the padding part"),
+    ([lambda r: both(r).float(), lambda r: torch.zeros(1).masked_fill(~both(r), -1e9)], "✗",
+     "dtype torch.float32, expected torch.bool"),  # 0/1, or an additive mask
+])
+def test_padding_and_causal(capsys, answers, mark, words):
+    got = expect(capsys, ex07.padding_and_causal, answers, mark, words)
+    if mark == "✗":
+        real = torch.tensor([[True, True, False]])
+        assert torch.equal(got[0](real), both(real))  # the reference comes back
