@@ -146,6 +146,13 @@ def test_check_function_compares_every_part_of_a_tuple(capsys, answer, mark, wor
     assert got is (answer if mark == "✓" else four_parts)
 
 
+def test_a_compare_that_cannot_read_a_result_leaves_it_to_the_plain_comparison(capsys):
+    check_function(lambda x: x.long(), lambda x: x, [(torch.zeros(2),)], name="f", hint="h",
+                   compare=lambda got, expected, x: 1 / 0)
+    sign, line = one_line(capsys)
+    assert sign == "✗" and "has dtype torch.int64, expected torch.float32" in line, line
+
+
 @pytest.mark.parametrize("guess, mark, words", [
     (np.array([0.4, 0.25, 0.35]), "✓", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
     ([0.4, "a", 0.35], "✗", "each guess should be a number, got the string 'a'"),

@@ -288,11 +288,11 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
                                     "replace the `...` and run the cell again.")
             if problem is None:
                 expected = reference(*args)
-                problem = (compare(got, expected, *args) if compare is not None
-                           else result_problem(got, expected, atol=atol, rtol=rtol))
+                problem = _compared(compare, got, expected, args, atol, rtol)
             if problem is not None:
-                shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)
-                                   for a in args)
+                shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor)
+                                   else repr(a) if isinstance(a, (numbers.Number, str))
+                                   else f"a {type(a).__name__}" for a in args)
                 return f"on inputs of shapes {shapes}, {problem}"
         return None
 
@@ -303,6 +303,19 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
         success=success or f"matches attnlab's version on {n} random input{'' if n == 1 else 's'}",
         todo="not attempted yet; write your function above and run the cell again.",
         seconds=per_call * (n + 2))
+
+
+def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
+              rtol: float) -> str | None:
+    """`compare(got, expected, *args)`, or the plain comparison where there is none or where it
+    cannot read this result (a compare names the typical mistakes; it need not expect
+    every hostile value, such as a tensor of integers where floats belong)."""
+    if compare is not None:
+        try:
+            return compare(got, expected, *args)
+        except Exception:  # our own helper failed: the plain comparison still answers
+            pass
+    return result_problem(got, expected, atol=atol, rtol=rtol)
 
 
 def _numbers(guess, n: int) -> tuple[list[float] | None, str | None]:
