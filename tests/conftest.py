@@ -1,13 +1,19 @@
-"""Shared test settings: headless plotting and one torch thread in this process.
+"""Shared test settings, the student edition as a test, and the order in which `make test` hands
+its scopes to the two workers.
 
-Nothing here may change os.environ for plotting: nbval's notebook kernels inherit the
-environment, and an MPLBACKEND=Agg there would silently drop every inline figure.
+Nothing here may change os.environ for plotting: notebook kernels inherit the environment, and
+an MPLBACKEND=Agg there would silently drop every inline figure.
 """
+import configparser
+import copy
 import os
+import re
+from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
 import matplotlib  # noqa: E402
+import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
 matplotlib.use("Agg")
@@ -15,8 +21,13 @@ matplotlib.use("Agg")
 import torch  # noqa: E402
 
 import attnlab.exercises  # noqa: E402
+from attnlab.classroom import runner, student  # noqa: E402
 
 torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+SANITIZE = ROOT / "tests" / "sanitize.cfg"  # nbval's --nbval-sanitize-with file, used here too
+STUDENT_NOTEBOOK = re.compile(r"[0-9][0-9]_.*\.ipynb")
 
 
 @pytest.fixture(autouse=True)
@@ -26,23 +37,131 @@ def short_time_limit(monkeypatch):
     monkeypatch.setattr(attnlab.exercises, "TIME_LIMIT_S", 0.3)
 
 
-# The scopes that take longest in `make test`, slowest first (seconds per scope on 2 cores, from
-# --durations=0): the two Chromium modules (about 50 each); both editions of notebooks 04 (25),
-# 05 (24), 06 (21), 07 (15), 03 (15) and 08 (12); the app and training tests (12). With
-# `--dist loadscope --no-loadscope-reorder` xdist hands scopes out in collection order, so the
-# many short modules fill the gaps at the end and both workers finish together. xdist's own
-# order starts with the modules that have the most tests (the exercise tables): one worker then
-# ran on alone for 30 s at the end.
-SLOWEST_FIRST = ("tests/test_site.py", "tests/test_browser.py",
-                 "04_", "05_", "06_", "07_", "03_", "08_",
-                 "tests/test_sentiment.py", "tests/test_train.py")
+# ----------------------------------------------------------------------------- the student edition
 
+def sanitize_rules(path: Path = SANITIZE) -> list[tuple[str, str]]:
+    """(regex, replacement) pairs of an nbval sanitize file: one section each."""
+    parser = configparser.ConfigParser()
+    parser.read(path, encoding="utf-8")
+    return [(parser[s]["regex"], parser[s]["replace"]) for s in parser.sections()]
+
+
+class CellMismatch(Exception):
+    """A student cell's outputs are not what the full edition promises (the message says how)."""
+
+
+class StudentNotebook(pytest.File):
+    """notebooks/student/NN_name.ipynb, executed once in a fresh kernel, then compared with the
+    full edition notebooks/NN_name.ipynb cell by cell (by cell id; attnlab.classroom.student's
+    `compare_cell` says what must be equal). One scope per notebook, so `--dist loadscope` runs
+    each notebook whole on one worker, beside other notebooks on the other."""
+
+    def collect(self):
+        self.full_path = self.path.parent.parent / self.path.name  # notebooks/NN_name.ipynb
+        self.full = nbformat.read(self.full_path, as_version=4)
+        self.nb = nbformat.read(self.path, as_version=4)
+        yield StudentRun.from_parent(self, name="runs top to bottom")
+        for i, j in student.compared_cells(self.full, self.nb):
+            yield StudentCell.from_parent(self, name=f"Cell {i}", index=i, full_index=j)
+
+    def setup(self):
+        """Execute the notebook as nbval executes the full one: the kernel starts in notebooks/
+        (the full edition's folder) with this process's environment; nbval-skip cells are not
+        run."""
+        nb = copy.deepcopy(self.nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "nbval-skip" in cell.metadata.get("tags", []):
+                cell.cell_type, cell.outputs = "raw", []  # nbclient runs code cells only
+        self.executed, self.seconds, self.error = runner.execute(self.full_path, nb=nb)
+        raised = [i for i, c in enumerate(self.executed.cells) if self.error is not None
+                  and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+        self.raised_at = raised[0] if raised else None
+
+
+class _StudentItem(pytest.Item):
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, CellMismatch):
+            return f"{self.parent.nodeid} {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class StudentRun(_StudentItem):
+    """The student edition runs top to bottom without raising, as the full edition does."""
+
+    def runtest(self):
+        notebook = self.parent
+        if notebook.error is None:
+            return
+        if notebook.raised_at is not None:
+            cell = notebook.executed.cells[notebook.raised_at]
+            trace = next(o for o in cell.outputs if o.get("output_type") == "error")
+            tb = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(trace.get("traceback", [])))
+            raise CellMismatch(f"did not run top to bottom: cell {notebook.raised_at} "
+                               f"({student.first_line(cell)!r}) raised:\n"
+                               + "\n".join(tb.splitlines()[-15:]))
+        raise CellMismatch(f"did not run top to bottom: {notebook.error}")
+
+
+class StudentCell(_StudentItem):
+    """One code cell's text outputs against the full edition's (student.compare_cell)."""
+
+    def __init__(self, *, index: int, full_index: int, **kwargs):
+        super().__init__(**kwargs)
+        self.index, self.full_index = index, full_index
+
+    def runtest(self):
+        notebook = self.parent
+        if notebook.raised_at is not None and self.index > notebook.raised_at:
+            pytest.skip(f"not reached: cell {notebook.raised_at} raised")
+        cell = notebook.executed.cells[self.index]
+        diff = student.compare_cell(notebook.full.cells[self.full_index], cell, sanitize_rules())
+        if diff is not None:
+            raise CellMismatch(str(student.Mismatch(self.index, self.full_index,
+                                                    student.first_line(cell), diff)))
+
+
+class StudentEditionPlugin:
+    """Collects student/NN_name.ipynb (notebooks/student/ in this repository) as a
+    StudentNotebook, compared with ../NN_name.ipynb, instead of nbval's notebook.
+
+    Registered as a plugin (not a conftest hook) because pytest asks a conftest's
+    pytest_collect_file only about files below that conftest's folder."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collect_file(self, file_path, parent):
+        collected = yield
+        if file_path.parent.name == "student" and STUDENT_NOTEBOOK.fullmatch(file_path.name):
+            # nbval would replay the student edition's stored outputs, and it stores none
+            collected = [c for c in collected if not type(c).__module__.startswith("nbval")]
+            collected.append(StudentNotebook.from_parent(parent, path=file_path))
+        return collected
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(StudentEditionPlugin(), "attnlab-student-edition")
+
+
+# ----------------------------------------------------------------------------- order of scopes
 
 def pytest_collection_modifyitems(items):
+    """Hand the longest scopes out first, by a rule that needs no measured seconds: every module
+    with a browser test (Chromium and JupyterLab), then every notebook of both editions (each a
+    fresh kernel running a whole lesson), then the unit-test modules, each group in collection
+    order. `--dist loadscope --no-loadscope-reorder` keeps each scope on one worker and this
+    order, so the many short unit-test modules fill the gaps at the end and both workers finish
+    together. (xdist's own order starts with the scopes that have the most tests: the exercise
+    tables.)"""
+    def scope(item):
+        return item.nodeid.split("::")[0]
+
+    browser = {scope(item) for item in items if item.get_closest_marker("browser")}
+
     def rank(item):
-        scope = item.nodeid.split("::")[0]  # a notebook file or a test module
-        name = scope.rsplit("/", 1)[-1]
-        return next((i for i, key in enumerate(SLOWEST_FIRST)
-                     if scope == key or name.startswith(key)), len(SLOWEST_FIRST))
+        if scope(item) in browser:
+            return 0
+        return 1 if scope(item).endswith(".ipynb") else 2
 
     items.sort(key=rank)  # stable: each scope's items keep their order

@@ -1,17 +1,21 @@
 """The student edition (`make student`, attnlab.classroom.student): solutions out, placeholders in
-at the right indentation, bad markers refused with file and line, and the committed
-notebooks/student/ equal to what the builder makes from the current sources, with no solution
-line left in them."""
+at the right indentation, bad markers refused with the cell and line, `remove-cell` cells and
+instructor notes dropped, no outputs, cell ids kept; the comparison `make test` runs (the student
+edition executed against the full edition's outputs); and the committed notebooks/student/ equal
+to what the builder makes, with nothing in it a student should not see first."""
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attnlab.classroom import runner, student
+from attnlab.classroom import series, student
 from attnlab.classroom.student import (
     PLACEHOLDER,
     TOP_LEVEL_PLACEHOLDER,
@@ -20,10 +24,8 @@ from attnlab.classroom.student import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+FULL = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COMMITTED = sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
-HEADER = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n"
-          "#     language: python\n#     name: python3\n# ---\n\n")
 # Lines a solution may share with the student edition without giving anything away.
 _TRIVIAL = re.compile(r"^(?:[\s()\[\]{},:;]*|return|pass|\.\.\.|else:|try:|break|continue)$")
 
@@ -69,131 +71,206 @@ def test_several_regions_any_indentation_and_code_around_them_are_kept():
         f"\t\t{PLACEHOLDER}",
         "    x = i",
     ]
-    assert strip_solutions("x = 1\ny = 2") == "x = 1\ny = 2"  # nothing to take out
 
 
 @pytest.mark.parametrize("lines, line, message", [
     (["x = 1", "### BEGIN SOLUTION", "y = 2"], 2, "has no '### END SOLUTION' after it"),
     (["x = 1", "y = 2", "    ### END SOLUTION"], 3, "without a '### BEGIN SOLUTION' before it"),
     (["### BEGIN SOLUTION", "a = 1", "  ### BEGIN SOLUTION", "### END SOLUTION",
-      "### END SOLUTION"], 3, "inside the region opened at line 10; solution regions do not nest"),
+      "### END SOLUTION"], 3, "inside the region opened at line 1; solution regions do not nest"),
     (["## BEGIN SOLUTION", "a = 1", "### END SOLUTION"], 1, "looks like a solution marker"),
     (["### BEGIN SOLUTION", "a = 1  ### END SOLUTION"], 2, "looks like a solution marker"),
 ])
-def test_unbalanced_nested_or_malformed_markers_name_the_file_and_line(lines, line, message):
-    with pytest.raises(SolutionMarkerError, match=re.escape(f"notebooks/09_x.py:{line + 9}: ")
-                       + ".*" + re.escape(message)):
-        strip_solutions("\n".join(lines), "notebooks/09_x.py", first_line=10)
+def test_unbalanced_nested_or_malformed_markers_name_the_cell_and_line(lines, line, message):
+    with pytest.raises(SolutionMarkerError,
+                       match=re.escape(f"09_x.ipynb, cell 4, line {line}: ") + ".*"
+                       + re.escape(message)):
+        strip_solutions("\n".join(lines), "09_x.ipynb, cell 4")
 
 
-def test_a_notebook_source_changes_only_in_its_code_cells():
-    text = HEADER + "\n".join([
-        "# %% [markdown]",
-        "# # Title",
-        "# Write your answer between `### BEGIN SOLUTION` and `### END SOLUTION`:",
-        "# ### BEGIN SOLUTION",
-        "",
-        '# %% tags=["hide-input"]',
-        "def f(x):",
-        "    ### BEGIN SOLUTION",
-        "    return 2 * x",
-        "    ### END SOLUTION",
-        "",
-        '# %% [markdown] slideshow={"slide_type": "notes"}',
-        "# Predict f(3).",
-    ]) + "\n"
-    out = student.student_source(text, "n.py")
-    assert out == text.replace("    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n",
-                               f"    {PLACEHOLDER}\n")
-    assert student.solution_lines(text) == [(HEADER.count("\n") + 9, "    return 2 * x")]
-
-    # a region must close in the cell that opens it; the line number is the file's
-    with pytest.raises(SolutionMarkerError, match=r"n\.py:11: '### BEGIN SOLUTION' has no"):
-        student.student_source(HEADER + "# %%\nx = 1\n### BEGIN SOLUTION\n# %%\n### END SOLUTION\n",
-                               "n.py")
+def _cell(kind, source, tags=(), slide=None, outputs=(), **metadata):
+    cell = (new_code_cell(source, execution_count=1) if kind == "code"
+            else new_markdown_cell(source))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    if slide:
+        cell.metadata["slideshow"] = {"slide_type": slide}
+    cell.metadata.update(metadata)
+    if kind == "code":
+        cell.outputs = list(outputs)
+    return cell
 
 
-def test_the_student_notebook_keeps_markdown_and_metadata_and_is_not_paired(tmp_path):
-    py = tmp_path / "01_tiny.py"
-    py.write_text(HEADER + "\n".join([
-        "# %% [markdown]",
-        "# # Tiny",
-        "",
-        '# %% tags=["hide-input"] slideshow={"slide_type": "skip"}',
-        "def double(x):",
-        "    ### BEGIN SOLUTION",
-        "    return 2 * x",
-        "    ### END SOLUTION",
-    ]) + "\n")
-    nb = student.student_notebook(py)
-    assert [c.cell_type for c in nb.cells] == ["markdown", "code"]
-    assert nb.cells[0].source == "# Tiny"
-    assert nb.cells[1].source == f"def double(x):\n    {PLACEHOLDER}"
-    assert nb.cells[1].metadata == {"tags": ["hide-input"], "slideshow": {"slide_type": "skip"}}
-    assert nb.metadata["jupytext"] == {"formats": "ipynb"}  # no .py pairing
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    assert [c.id for c in nb.cells] == [c.id for c in student.student_notebook(py).cells]
+def _printed(text):
+    return new_output("stream", name="stdout", text=text)
 
 
-def test_build_executes_the_student_edition_and_stores_its_outputs(tmp_path, monkeypatch):
-    (tmp_path / "01_tiny.py").write_text(HEADER + "\n".join([
-        "# %%",
-        "import os",
-        "answer = None",
-        "### BEGIN SOLUTION",
-        "answer = 42",
-        "### END SOLUTION",
-        "print('○ not attempted' if answer is None else '✓', os.getcwd())",
-    ]) + "\n")
-    (tmp_path / "02_broken.py").write_text(HEADER + "# %%\n### BEGIN SOLUTION\n")
-    monkeypatch.setattr(runner, "NOTEBOOK_DIR", tmp_path)
-    out = tmp_path / "student"
-    path, seconds, error = student.build("01_tiny", out_dir=out)
-    assert error is None and path == out / "01_tiny.ipynb"
-    stored = nbformat.read(path, as_version=4)
-    text = stored.cells[0].outputs[0]["text"]
-    assert text.startswith("○ not attempted") and text.strip().endswith(str(out))  # kernel cwd
-    assert "execution" not in stored.cells[0].metadata  # no timestamps to churn
+def _full_edition(path: Path) -> Path:
+    """A small executed full edition in the series' form, written to `path`."""
+    nb = new_notebook(cells=[
+        _cell("markdown", "# Tiny\n\nWrite between `### BEGIN SOLUTION` and `### END SOLUTION`."),
+        _cell("code", "x = 2\nprint(x)", outputs=[_printed("2\n")], slide="skip",
+              execution={"iopub.status.busy": "2024-01-01"}),
+        _cell("code", "assert x == 2", tags=["remove-cell"]),
+        _cell("markdown", "Ask the class: what is 2x?", slide="notes"),
+        _cell("code", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n"
+              "    ### END SOLUTION\n\ncheck(double)",
+              tags=["hide-input"], outputs=[_printed("✓ double: right\n")]),
+        _cell("markdown", "So 2x is 4.", slide="fragment"),
+    ], metadata={"kernelspec": dict(series.KERNELSPEC), "language_info": {"name": "python"},
+                 "jupytext": {"formats": "ipynb,py:percent"}, "widgets": {}})
+    nbformat.write(nb, path)
+    return path
 
-    # a marker error stops the command before any kernel starts, and names the file and line
-    monkeypatch.setattr(student, "STUDENT_DIR", out)
-    assert student.main(["02"]) == 1
+
+def test_the_student_notebook_drops_solutions_removed_cells_notes_and_outputs(tmp_path):
+    full = nbformat.read(_full_edition(tmp_path / "01_tiny.ipynb"), as_version=4)
+    nb = student.student_notebook(tmp_path / "01_tiny.ipynb")
+    kept = [0, 1, 4, 5]  # the remove-cell cell and the notes are gone
+    assert [c.id for c in nb.cells] == [full.cells[i].id for i in kept]
+    assert [c.source for c in nb.cells] == [
+        full.cells[0].source,  # markdown is unchanged, even where it names the markers
+        "x = 2\nprint(x)",
+        f"def double(x):\n    {PLACEHOLDER}\n\ncheck(double)",
+        "So 2x is 4."]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert [c.metadata for c in nb.cells] == [  # tags and slideshow only
+        {}, {"slideshow": {"slide_type": "skip"}}, {"tags": ["hide-input"]},
+        {"slideshow": {"slide_type": "fragment"}}]
+    assert nb.metadata == {"kernelspec": series.KERNELSPEC, "jupytext": {"formats": "ipynb"}}
+    nbformat.validate(nb)
+
+
+def test_main_writes_every_notebook_or_none_when_a_marker_is_wrong(tmp_path, monkeypatch):
+    _full_edition(tmp_path / "01_tiny.ipynb")
+    broken = _full_edition(tmp_path / "02_broken.ipynb")
+    nb = nbformat.read(broken, as_version=4)
+    nb.cells[1].source = "### BEGIN SOLUTION\nx = 1"
+    nbformat.write(nb, broken)
+    monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path)
+    monkeypatch.setattr(student, "STUDENT_DIR", tmp_path / "student")
+    assert student.main([]) == 1
+    assert not (tmp_path / "student").exists()
+    assert student.main(["01"]) == 0
+    assert (tmp_path / "student" / "01_tiny.ipynb").exists()
+
+
+# ----------------------------------------------------------------------------- the comparison
+
+def _run(*outputs):
+    return _cell("code", "f()", outputs=outputs)
+
+
+@pytest.mark.parametrize("full, got, same", [
+    ([_printed("0.405 0.246\n")], [_printed("0.405 0.246\n")], True),
+    ([_printed("0.405 0.246\n")], [_printed("0.405 0.247\n")], False),
+    # a ✓ line of the full edition is a ○ line of the student edition, at the same place
+    ([_printed("a = 1\n✓ right: 0.405\nb = 2\n")], [_printed("a = 1\n○ not yet\nb = 2\n")], True),
+    ([_printed("✓ right\n")], [_printed("✓ right\n")], False),
+    ([_printed("✓ right\nb = 2\n")], [_printed("○ not yet\nb = 3\n")], False),
+    ([_printed("✓ right\n")], [_printed("○ not yet\n○ again\n")], False),
+    # text only: images, HTML and widget views are not compared; text/plain and stderr are
+    ([new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})],
+     [new_output("display_data", data={"image/png": "BBBB", "text/plain": "<Figure>"})], True),
+    ([new_output("display_data", data={"text/html": "<b>1</b>", "text/plain": "x"})],
+     [new_output("display_data", data={"text/html": "<b>2</b>", "text/plain": "x"})], True),
+    ([new_output("execute_result", data={"text/plain": "3"}, execution_count=1)],
+     [new_output("execute_result", data={"text/plain": "4"}, execution_count=1)], False),
+    ([_printed("0x7f00ab at 0x1f\n")], [_printed("0x8e11cd at 0x2e\n")], True),  # sanitized
+    ([_printed("done\n")], [_printed("done\n"), new_output("stream", name="stderr",
+                                                           text="Warning: slow\n")], False),
+])
+def test_compare_cell(full, got, same):
+    sanitize = [(r"0x[0-9a-fA-F]+", "0xADDRESS")]
+    diff = student.compare_cell(_run(*full), _run(*got), sanitize)
+    assert (diff is None) == same, diff
+
+
+def test_a_solution_cell_is_an_exercise_cell_and_a_diff_shows_what_differs():
+    full = _cell("code", "### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\nprint(check(guess))",
+                 outputs=[_printed("✓ predict: 3\nthe answer is 3\n")])
+    got = _run(_printed("○ predict: not attempted\nthe answer is 4\n"))
+    assert student.is_exercise(full) and not student.is_exercise(_run(_printed("x\n")))
+    assert student.compare_cell(full, got) == (
+        "@@ -1,2 +1,2 @@\n ○ predict: not attempted\n-the answer is 3\n+the answer is 4")
+    assert student.compare_cell(full, _run(_printed("✓ predict: 3\nthe answer is 3\n"))) == (
+        f"@@ -1,2 +1,2 @@\n-{student.UNMET}\n+✓ predict: 3\n the answer is 3")
+
+
+def test_cells_are_paired_by_id_and_ignored_outputs_are_not_compared():
+    full = new_notebook(cells=[_cell("markdown", "# T"), _run(), _cell("code", "t()", tags=[
+        "nbval-ignore-output"]), _cell("code", "u()", tags=["nbval-skip"]), _run()])
+    nb = new_notebook(cells=[full.cells[i] for i in (1, 2, 3, 4)])
+    assert student.compared_cells(full, nb) == [(0, 1), (3, 4)]
+    nb.cells[0] = _run()  # a new id: the student edition is older than the full one
+    with pytest.raises(ValueError, match=r"student cell 0 has id .* run `make student`"):
+        student.compared_cells(full, nb)
+
+
+def test_make_test_executes_the_student_edition_and_fails_on_a_difference(tmp_path):
+    """The collector in tests/conftest.py, run by pytest on a pair of small notebooks: a cell that
+    prints what the full edition printed passes, a ✓ line met by a ○ line passes, a changed
+    number fails with the cell and a diff, and a cell that raises fails the run."""
+    folder = tmp_path / "notebooks"
+    (folder / "student").mkdir(parents=True)
+    full = new_notebook(cells=[
+        _cell("code", "import os\nprint(os.getcwd())", outputs=[_printed(f"{folder}\n")]),
+        _cell("code", "guess = None\n### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\n"
+                      "print('○ not yet' if guess is None else '✓ right')",
+              outputs=[_printed("✓ right\n")]),
+        _cell("code", "print(6 * 7)", outputs=[_printed("41\n")]),
+        _cell("code", "raise ValueError('on purpose')", outputs=[]),
+        _cell("code", "print('after')", outputs=[_printed("after\n")]),
+    ], metadata={"kernelspec": dict(series.KERNELSPEC)})
+    nbformat.write(full, folder / "01_tiny.ipynb")
+    nbformat.write(student.student_notebook(folder / "01_tiny.ipynb"),
+                   folder / "student" / "01_tiny.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-v",
+         "--rootdir", str(tmp_path),
+         str(folder / "student" / "01_tiny.ipynb"), str(ROOT / "tests" / "conftest.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    report = done.stdout
+    assert done.returncode == 1, report
+    outcomes = dict(re.findall(r"01_tiny.ipynb::(Cell \d|runs top to bottom) "
+                               r"(PASSED|FAILED|SKIPPED)", report))
+    assert outcomes == {"Cell 0": "PASSED", "Cell 1": "PASSED", "Cell 2": "FAILED",
+                        "Cell 3": "FAILED", "Cell 4": "SKIPPED",
+                        "runs top to bottom": "FAILED"}, report
+    assert ("notebooks/student/01_tiny.ipynb cell 2 (full edition cell 2): 'print(6 * 7)'\n"
+            "@@ -1 +1 @@\n-41\n+42") in report
+    assert "cell 3 (\"raise ValueError('on purpose')\") raised" in report
 
 
 # ----------------------------------------------------------------------------- committed editions
 
-def _stored_sources(ipynb: Path) -> list[tuple[str, str]]:
-    return [(c["cell_type"], "".join(c["source"])) for c in json.loads(ipynb.read_text())["cells"]]
-
-
-@pytest.mark.parametrize("ipynb", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("ipynb", FULL, ids=lambda p: p.name)
 def test_committed_student_edition_is_what_the_builder_makes(ipynb):
-    py = ROOT / "notebooks" / f"{ipynb.stem}.py"
-    assert py.exists(), f"{ipynb} has no source {py.name}; delete it or restore the source"
-    expected = [(c.cell_type, c.source) for c in student.student_notebook(py).cells]
-    assert _stored_sources(ipynb) == expected, (
-        f"notebooks/student/{ipynb.name} is not what {py.name} gives now: "
+    committed = ROOT / "notebooks" / "student" / ipynb.name
+    assert committed.exists(), f"notebooks/student/{ipynb.name} is missing: run `make student`"
+    assert nbformat.read(committed, as_version=4) == student.student_notebook(ipynb), (
+        f"notebooks/student/{ipynb.name} is not what {ipynb.name} gives now: "
         f"run `make student NB={ipynb.name[:2]}`")
-    stored = json.loads(ipynb.read_text())
-    assert "text_representation" not in stored["metadata"].get("jupytext", {})
-    counts = [c["execution_count"] for c in stored["cells"] if c["cell_type"] == "code"
-              and "".join(c["source"]).strip()]
-    assert counts == list(range(1, len(counts) + 1)), f"run `make student NB={ipynb.name[:2]}`"
 
 
 @pytest.mark.parametrize("ipynb", COMMITTED, ids=lambda p: p.name)
-def test_no_solution_line_reaches_the_student_edition(ipynb):
-    py = ROOT / "notebooks" / f"{ipynb.stem}.py"
-    shown = {line.strip() for kind, source in _stored_sources(ipynb)
-             for line in source.split("\n")}
-    leaked = [(n, line.strip()) for n, line in student.solution_lines(py.read_text())
+def test_the_student_edition_shows_nothing_a_student_should_not_see_first(ipynb):
+    nb = nbformat.read(ipynb, as_version=4)
+    full = nbformat.read(ROOT / "notebooks" / ipynb.name, as_version=4)
+    shown = {line.strip() for cell in nb.cells for line in cell.source.split("\n")}
+    leaked = [(i, line.strip()) for i, line in student.solution_lines(full)
               if not _TRIVIAL.match(line.strip()) and line.strip() in shown]
-    assert not leaked, (f"solution lines of {py.name} appear in notebooks/student/{ipynb.name}: "
-                        + "; ".join(f"line {n}: {line!r}" for n, line in leaked))
+    assert not leaked, (f"solution lines of {ipynb.name} appear in its student edition: "
+                        + "; ".join(f"cell {i}: {line!r}" for i, line in leaked))
+    stored = json.loads(ipynb.read_text())
     assert "BEGIN SOLUTION" not in ipynb.read_text()
-
-
-def test_every_source_has_balanced_markers():
-    for py in SOURCES:
-        student.student_source(py.read_text(), str(py.relative_to(ROOT)))
-
+    code = [c for c in stored["cells"] if c["cell_type"] == "code"]
+    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), "outputs"
+    assert not [c for c in nb.cells if student.is_notes(c)], "instructor notes"
+    assert not [c for c in nb.cells if student.REMOVE_CELL in c.metadata.get("tags", [])]
+    asserts = [(i, line.strip()) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+               for line in c.source.split("\n") if re.match(r"\s*assert\b", line)]
+    assert not asserts, (f"{ipynb.name}: assert lines in the student edition (tag their cells "
+                         f"`remove-cell` in the .py): "
+                         + "; ".join(f"cell {i}: {line}" for i, line in asserts[:5]))
