@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -171,8 +172,6 @@ def lab(tmp_path_factory):
         shutil.copyfile(source, root / source.name)
     # The sentiment app as a student starts it (`attnlab.SentimentApp()` with no arguments): a
     # notebook of its own, since running all of notebook 06 here would repeat what nbval runs.
-    import nbformat
-
     source = ("import attnlab\n\nattnlab.seed_everything(0)\n"
               "app = attnlab.SentimentApp()\napp.display()")
     app = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])

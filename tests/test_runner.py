@@ -1,18 +1,25 @@
 """The notebook runner behind `make run` and `make notebooks`: fresh kernel per notebook, a
-table of notebook/status/seconds, HTML out, a failing notebook reported and never stored."""
-import nbformat
+table of notebook/status/seconds, the site's pages out, a failing notebook reported and never
+stored, and each figure's smallest font size recorded in its PNG."""
+import base64
 
-from attnlab.classroom import runner
+import nbformat
+import pytest
+
+from attnlab.classroom import figures, runner, series, site
 
 HEADER = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n"
           "#     language: python\n#     name: python3\n# ---\n\n")
 
 
-def test_runs_in_order_reports_failures_and_writes_html(tmp_path, monkeypatch, capsys):
-    (tmp_path / "01_ok.py").write_text(HEADER + "# %%\nx = 6 * 7\nprint(x)\n")
+def test_runs_in_order_reports_failures_and_writes_the_sites_pages(tmp_path, monkeypatch,
+                                                                    capsys):
+    (tmp_path / "01_ok.py").write_text(HEADER + "# %% [markdown]\n# # Six times seven\n"
+                                       "# %%\nx = 6 * 7\nprint(x)\n")
     (tmp_path / "02_broken.py").write_text(HEADER + "# %%\nraise ValueError('on purpose')\n")
-    monkeypatch.setattr(runner, "NOTEBOOK_DIR", tmp_path)
-    assert [p.name for p in runner.notebook_paths()] == ["01_ok.ipynb", "02_broken.ipynb"]
+    monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path)
+    monkeypatch.setattr(site, "BUILD", tmp_path / "build")  # no vendored MathJax: TeX shows
+    assert [p.name for p in series.notebook_paths()] == ["01_ok.ipynb", "02_broken.ipynb"]
 
     code = runner.main(["--inplace", "--html", str(tmp_path / "html")])
     out = capsys.readouterr().out
@@ -22,28 +29,64 @@ def test_runs_in_order_reports_failures_and_writes_html(tmp_path, monkeypatch, c
     assert table[1].split()[:2] == ["01_ok.ipynb", "ok"]
     assert table[2].split()[:2] == ["02_broken.ipynb", "FAILED"]
     assert "02_broken.ipynb failed: ValueError: on purpose" in out
+    assert "run `make vendor`" in out
 
     stored = nbformat.read(tmp_path / "01_ok.ipynb", as_version=4)  # executed in place
-    assert stored.cells[0].execution_count == 1 and stored.cells[0].outputs[0]["text"] == "42\n"
+    assert stored.cells[1].execution_count == 1 and stored.cells[1].outputs[0]["text"] == "42\n"
     assert not (tmp_path / "02_broken.ipynb").exists()  # a failed run is never stored
-    assert "42" in (tmp_path / "html" / "01_ok.html").read_text()
+    page = (tmp_path / "html" / "01_ok.html").read_text()
+    assert "42" in page and 'class="attnlab-nav"' in page  # the site's template
+    assert '<a href="01_ok.html">Six times seven</a>' in (tmp_path / "html" / "index.html"
+                                                          ).read_text()
 
 
 def test_unknown_notebook_names_are_refused(tmp_path, monkeypatch):
     (tmp_path / "01_ok.py").write_text(HEADER + "# %%\n1\n")
-    monkeypatch.setattr(runner, "NOTEBOOK_DIR", tmp_path)
-    try:
-        runner.notebook_paths(["09"])
-    except SystemExit as e:
-        assert "no notebook matches ['09']" in str(e) and "01_ok" in str(e)
-    else:
-        raise AssertionError("an unknown name must stop the runner")
+    monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path)
+    with pytest.raises(SystemExit, match=r"no notebook matches \['09'\]; known: \['01_ok'\]"):
+        series.notebook_paths(["09"])
 
 
 def test_notebook_lists_ignore_the_student_edition(tmp_path, monkeypatch):
     (tmp_path / "01_a.py").write_text(HEADER)
     (tmp_path / "student").mkdir()
     (tmp_path / "student" / "02_b.ipynb").write_text("{}")
-    monkeypatch.setattr(runner, "NOTEBOOK_DIR", tmp_path)
-    assert runner.notebook_stems() == ["01_a"]
-    assert [p.name for p in runner.notebook_paths()] == ["01_a.ipynb"]
+    monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path)
+    assert series.notebook_stems() == ["01_a"]
+
+
+def test_figures_drawn_in_the_runners_kernels_record_their_smallest_text(tmp_path):
+    """In a kernel the runner starts, each figure's PNG carries its smallest drawn font size in
+    PNG pixels: size in points x dpi / 72, ticks outside the view and hidden texts not counted."""
+    (tmp_path / "01_plot.py").write_text(HEADER + "\n".join([
+        "# %%",
+        "import matplotlib.pyplot as plt",
+        "# %%",
+        "fig, ax = plt.subplots(figsize=(4, 3), dpi=90)",
+        "ax.plot([0, 1], [0, 1])",
+        "ax.tick_params(labelsize=9)",
+        "ax.set_title('weights', fontsize=20)",
+        "ax.text(0.5, 0.5, 'hidden', fontsize=4, visible=False)",
+        "plt.show()",
+        "fig, ax = plt.subplots(dpi=100)",
+        "ax.set_xticks([]); ax.set_yticks([])",
+        "ax.text(0.5, 0.5, 'note', fontsize=30)",
+        "plt.show()",
+    ]) + "\n")
+    nb, _, error = runner.execute(tmp_path / "01_plot.ipynb")
+    assert error is None
+    pngs = [base64.b64decode(o["data"]["image/png"]) for o in nb.cells[1].outputs
+            if "image/png" in o.get("data", {})]
+    assert [figures.text_chunks(png).get(figures.KEY) for png in pngs] == ["11.2", "41.7"]
+
+
+def test_text_chunks_are_added_once_and_read_back():
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+    once = figures.add_text_chunk(png, figures.KEY, "9.0")
+    twice = figures.add_text_chunk(once, figures.KEY, "12.5")
+    assert figures.text_chunks(once) == {figures.KEY: "9.0"}
+    assert figures.text_chunks(twice) == {figures.KEY: "12.5"}
+    assert twice.count(figures.KEY.encode()) == 1  # replaced, not added again
+    with pytest.raises(ValueError, match="not a PNG"):
+        figures.text_chunks(b"GIF89a")

@@ -1,13 +1,14 @@
-"""`make slides` and `make html` (attnlab.site): slide rules, offline pages, the site's index.
+"""`make slides` and `make html` (attnlab.classroom.site): slide rules, offline pages, the site's
+index; and what a projector shows (attnlab.classroom.measure).
 
-The builds here use a stand-in for the npm packages (the same file layout, placeholder
-JavaScript), so no test touches the network; the last test opens real builds in Chromium with
-every non-file request refused, to prove they work offline.
+The builds here use a stand-in for the npm packages (tests/web_doubles.py), so no test touches
+the network; the browser tests open real builds in Chromium with every non-file request
+refused, to prove they work offline, and measure every slide and figure.
 """
 from __future__ import annotations
 
 import base64
-import json
+import io
 import re
 import shutil
 from pathlib import Path
@@ -15,10 +16,13 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
+from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from playwright.sync_api import sync_playwright
+from web_doubles import placeholder_modules
 
-from attnlab.classroom import site
-from attnlab.classroom.runner import notebook_paths
+from attnlab.classroom import figures, measure, site
+from attnlab.classroom.series import notebook_paths
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "site"
 PNG = base64.b64decode(  # 1x1 transparent PNG
@@ -68,24 +72,7 @@ def notebooks(tmp_path):
 @pytest.fixture
 def fake_modules(tmp_path):
     """node_modules with the locked versions and the files the builds copy (placeholder content)."""
-    return _placeholder_modules(tmp_path)
-
-
-def _placeholder_modules(folder: Path) -> Path:
-    modules = folder / "node_modules"
-    lock = json.loads((site.WEB / "package-lock.json").read_text())
-    for key, meta in lock["packages"].items():
-        if key.startswith("node_modules/"):
-            package = modules / key.removeprefix("node_modules/")
-            package.mkdir(parents=True)
-            (package / "package.json").write_text(json.dumps({"version": meta["version"]}))
-            (package / "LICENSE").write_text("licence text")
-    for rel in ("reveal.js/dist/reveal.js", "reveal.js/dist/reveal.css",
-                "reveal.js/dist/theme/white.css",
-                "reveal.js/plugin/notes/notes.js", "mathjax/es5/tex-svg-full.js"):
-        (modules / rel).parent.mkdir(parents=True, exist_ok=True)
-        (modules / rel).write_text("/* placeholder */")
-    return modules
+    return placeholder_modules(tmp_path)
 
 
 def _local_refs(page: str) -> list[str]:
@@ -114,44 +101,6 @@ def test_slide_types_follow_headings_and_steps_and_keep_explicit_metadata():
         == ["slide", "-", "-", "subslide", "subslide", "-"]
 
 
-ASSERTS = """import torch
-# the prose says the weights sum to 1
-assert w.sum() == 1, (
-    "rows must sum to 1")
-weights = w  # (1, 3)
-for T in LENS:
-    assert T > 0
-with torch.no_grad():
-    y = f(x)
-    assert y.shape == (2, 3)
-if y.any():
-    assert ok
-else:
-    print(y)
-z = 1; assert z
-%matplotlib inline
-print(weights)"""
-
-
-def test_asserts_are_taken_off_slides_nested_and_multiline_ones_too():
-    assert site.strip_asserts(ASSERTS) == """import torch
-weights = w  # (1, 3)
-with torch.no_grad():
-    y = f(x)
-if y.any():
-    assert ok
-else:
-    print(y)
-z = 1; assert z
-%matplotlib inline
-print(weights)"""
-    # a block left empty keeps its assert (`if ...: assert ok`), a line shared with other code
-    # keeps it (`z = 1; assert z`), and a cell of asserts only is left empty
-    assert site.strip_asserts("assert a\nfor i in b:\n    assert i\n") == ""
-    assert site.strip_asserts("x = [1,\n") == "x = [1,\n"  # does not parse: unchanged
-    assert site.strip_asserts("def f(x):\n    assert x\n") == "def f(x):\n    assert x\n"
-
-
 def _present(cells):
     """An executed notebook of `cells` (markdown strings or (code, printed text, metadata))."""
     out = []
@@ -166,48 +115,50 @@ def _present(cells):
     return new_notebook(cells=out)
 
 
-def test_slide_view_hides_asserts_plumbing_and_empty_cells_but_keeps_outputs():
+def test_slide_view_hides_markers_plumbing_and_empty_cells_but_keeps_outputs():
     nb = _present([
         "# Title",
-        ("x = 2\n### BEGIN SOLUTION\ny = x\n### END SOLUTION\nassert x == 2", "", {}),
-        ("assert x > 0", "", {}),                                   # nothing left to show
-        ("assert x > 1\nprint(x)", "2\n", {}),
+        ("x = 2\n### BEGIN SOLUTION\ny = x\n### END SOLUTION", "", {}),
+        ("", "", {}),                                               # nothing to show
         ("fig = plot(x)\nprint('3')", "3\n", {"tags": ["hide-input"]}),
-        ("assert x", "", {"slideshow": {"slide_type": "subslide"}}),  # the author placed it
+        ("", "", {"slideshow": {"slide_type": "subslide"}}),         # the author placed it
     ])
     view = site.slide_view(nb)
-    assert [c.source for c in view.cells] == ["# Title", "x = 2\ny = x", "", "print(x)",
+    assert [c.source for c in view.cells] == ["# Title", "x = 2\ny = x", "",
                                              "fig = plot(x)\nprint('3')", ""]
     hidden = [c.metadata.get("transient", {}).get("remove_source", False) for c in view.cells]
-    assert hidden == [False, False, True, False, True, True]
+    assert hidden == [False, False, True, True, True]
     types = [c.metadata.get("slideshow", {}).get("slide_type") for c in view.cells]
-    assert types == [None, None, "skip", None, None, "subslide"]
-    assert "transient" not in nb.cells[4].metadata  # the input notebook is not modified
+    assert types == [None, None, "skip", None, "subslide"]
+    assert "transient" not in nb.cells[3].metadata  # the input notebook is not modified
 
 
-def test_decks_show_outputs_of_hidden_cells_and_notes_but_the_site_keeps_the_code(
+def test_decks_and_site_leave_out_removed_cells_and_decks_hide_tagged_inputs(
         tmp_path, fake_modules):
     nb = _present([
         "# Title",
-        ("weights = softmax(scores)\nassert weights.sum() == 1", "", {}),
+        ("weights = softmax(scores)", "", {}),
         ("for row in weights:\n    print(row)  # PLUMBING", "0.25 0.75\n",
          {"tags": ["hide-input"]}),
         "Predict: which key wins?",
-        ("assert weights.argmax() == 1  # ASSERTED", "", {}),
+        ("assert weights.argmax() == 1  # ASSERTED", "CHECKED\n", {"tags": ["remove-cell"]}),
+        ("print('after')", "after\n", {}),
     ])
     nb.cells[3].metadata["slideshow"] = {"slide_type": "notes"}
     path = tmp_path / "01_view.ipynb"
     nbformat.write(nb, path)
     deck = site.build("slides", [path], tmp_path / "slides", modules=fake_modules)[0].read_text()
     page = site.build("html", [path], tmp_path / "site", modules=fake_modules)[0].read_text()
-    assert "softmax" in deck and "ASSERTED" not in deck and "assert" not in deck.split(
-        '<div class="slides">')[1].split("</main>")[0]
+    assert "softmax" in deck and "after" in deck
     assert "PLUMBING" not in deck and "0.25 0.75" in deck  # the output, without its code
     notes = re.search(r'<aside class="notes">(.*?)</aside>', deck, re.S)
     assert notes and "Predict: which key wins?" in notes.group(1)
     assert "In&nbsp;[" not in deck  # no prompts on slides
-    for text in ("PLUMBING", "0.25 0.75", "ASSERTED"):  # the site shows everything
+    for text in ("PLUMBING", "0.25 0.75"):  # the site shows the code too
         assert text in page
+    for text in ("ASSERTED", "CHECKED"):  # neither shows a removed cell, input or output
+        assert text not in deck and text not in page
+    assert "remove-cell" in nbformat.read(path, as_version=4).cells[4].metadata["tags"]
 
 
 def test_describe_reads_the_title_and_the_first_paragraph():
@@ -245,22 +196,18 @@ def test_unexecuted_notebook_is_refused_with_the_fix(tmp_path):
 
 
 def test_widgets_become_a_note_and_their_state_is_dropped(notebooks):
-    nb = site.load_executed(notebooks[0])
+    nb = site.presentable(site.load_executed(notebooks[0]))
     assert "widgets" not in nb.metadata
     widget_output = nb.cells[-1].outputs[0]
     assert widget_output["data"] == {"text/html": site.WIDGET_NOTE}
 
 
-def test_vendor_without_npm_says_what_to_install(tmp_path):
-    with pytest.raises(RuntimeError, match=r"reveal\.js 5\.2\.1.*apt-get install npm"):
-        site.vendor(tmp_path / "vendor", npm="attnlab-no-such-npm")
-
-
-def test_vendor_reuses_installed_packages_without_npm(tmp_path, fake_modules):
-    vendor_dir = tmp_path / "vendor"
-    vendor_dir.mkdir()
-    fake_modules.rename(vendor_dir / "node_modules")
-    assert site.vendor(vendor_dir, npm="attnlab-no-such-npm") == vendor_dir / "node_modules"
+def test_missing_vendored_packages_say_what_to_run(tmp_path, fake_modules):
+    with pytest.raises(RuntimeError, match=r"reveal\.js 5\.2\.1.*run `make vendor`"):
+        site.vendored(tmp_path / "vendor")
+    (tmp_path / "vendor").mkdir()
+    fake_modules.rename(tmp_path / "vendor" / "node_modules")
+    assert site.vendored(tmp_path / "vendor") == tmp_path / "vendor" / "node_modules"
 
 
 def test_bad_kind_is_refused(notebooks, fake_modules):
@@ -354,7 +301,7 @@ def series_decks(tmp_path_factory):
     try:
         modules = _real_modules()
     except pytest.skip.Exception:
-        modules = _placeholder_modules(tmp_path_factory.mktemp("node_modules"))
+        modules = placeholder_modules(tmp_path_factory.mktemp("node_modules"))
     return site.build("slides", stored, tmp_path_factory.mktemp("slides"), modules=modules)
 
 
@@ -375,24 +322,18 @@ def test_every_stored_notebook_builds_offline(tmp_path, fake_modules, series_dec
 
 def _real_modules() -> Path:
     """node_modules with the locked reveal.js and MathJax, and Chromium; the test skips without."""
-    if not site.CHROMIUM.exists():
+    if not measure.CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed: `apt-get install chromium`")
-    modules = site.BUILD / "vendor" / "node_modules"
-    locked = site._locked_versions()
-    if any(not (modules / name / "package.json").exists() or
-           json.loads((modules / name / "package.json").read_text())["version"] != version
-           for name, version in locked.items()):
-        pytest.skip(f"reveal.js and MathJax are not in {modules}: run `make slides` first "
-                    "(it installs them from npm)")
-    return modules
+    try:
+        return site.vendored()
+    except RuntimeError as e:
+        pytest.skip(str(e))
 
 
 @pytest.mark.browser
 def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
     """Real reveal.js and MathJax, every request that is not a local file refused."""
     modules = _real_modules()
-    from playwright.sync_api import sync_playwright
-
     folder = tmp_path / "notebooks"
     folder.mkdir()
     nb = _lesson()
@@ -407,7 +348,7 @@ def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
     typeset = "document.querySelectorAll('mjx-container svg').length >= 2"
 
     with sync_playwright() as p:
-        browser = site._browser(p)
+        browser = measure.browser(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             refused, failed = [], []
@@ -433,9 +374,26 @@ def test_built_decks_and_pages_render_offline_in_chromium(tmp_path):
     assert refused == [] and failed == []
 
 
+def _figure_png(width_in: float, height_in: float, fontsize: float, dpi: int = 100) -> str:
+    """A base64 PNG of a small plot drawn with `fontsize`, its smallest text recorded as the
+    runner's kernels record it (attnlab.classroom.figures)."""
+    fig = Figure(figsize=(width_in, height_in), dpi=dpi)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("weights", fontsize=fontsize + 4)
+    ax.tick_params(labelsize=fontsize)
+    buffer = io.BytesIO()
+    with figures.drawn_text_sizes() as sizes:
+        fig.savefig(buffer, format="png")
+    png = figures.add_text_chunk(buffer.getvalue(), figures.KEY, f"{min(sizes):.1f}")
+    return base64.b64encode(png).decode()
+
+
 @pytest.mark.browser
-def test_the_measure_finds_slides_too_tall_or_too_wide(tmp_path):
-    """The measure's own check: a slide that fits, one too tall, one too wide, in Chromium."""
+def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp_path):
+    """The measure's own check, in Chromium: a slide that fits, one too tall, one too wide; a
+    figure that fills its width with large text, one too narrow with small text, one with no
+    recorded font size."""
     modules = _real_modules()
     nb = _present([
         "# Fits\n\nA short slide.",
@@ -444,14 +402,20 @@ def test_the_measure_finds_slides_too_tall_or_too_wide(tmp_path):
         ("for i in range(60): print(i)", "".join(f"{i}\n" for i in range(60)), {}),
         "## Too wide",
         ("wide()", "", {}),
+        "## Figures\n\nThree of them.",
+        ("plot()", "", {}),
     ])
     nb.cells[5].outputs = [new_output("display_data", data={
         "text/html": '<div style="width: 2000px">a row of 2000 px</div>', "text/plain": "wide"})]
+    nb.cells[7].outputs = [  # 1400x300 px drawn with 12 pt = 16.7 px text; 500x200 px, 8 pt
+        new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
+        new_output("display_data", data={"image/png": _figure_png(5, 2, 8)}),
+        new_output("display_data", data={"image/png": base64.b64encode(PNG).decode()})]
     path = tmp_path / "09_sizes.ipynb"
     nbformat.write(nb, path)
     deck = site.build("slides", [path], tmp_path / "slides", modules=modules)[0]
-    seen, overflowing = site.measure([deck])
-    assert seen == 3
+    seen, overflowing, found = measure.measure([deck])
+    assert seen == 4
     assert [(o["deck"], o["h"], o["v"], o["number"], o["heading"]) for o in overflowing] == [
         ("09_sizes.slides.html", 1, 0, 2, "Too tall"),
         ("09_sizes.slides.html", 2, 0, 3, "Too wide")]
@@ -460,23 +424,55 @@ def test_the_measure_finds_slides_too_tall_or_too_wide(tmp_path):
     tall, wide = (o["overflow"] for o in overflowing)
     assert 60 * 17 - site.SLIDE_SIZE[1] < tall < 60 * 40  # 60 lines of 17 px type, line-height > 1
     assert 2000 - site.SLIDE_SIZE[0] - 100 < wide < 2000
-    assert "09_sizes.slides.html #/1/0 (slide 2)" in site.format_overflow(overflowing)
+    assert "09_sizes.slides.html #/1/0 (slide 2)" in measure.format_overflow(overflowing)
+
+    large, small, unknown = found
+    assert [f["nth"] for f in found] == [1, 2, 3] and {f["number"] for f in found} == {4}
+    assert large["natural"] == [1400, 300] and large["recorded_font"] == pytest.approx(16.7)
+    # the slide gives it less than 1400 px: shown smaller, it fills its width, text scaled
+    assert large["fill"] == pytest.approx(1) and large["rendered"][0] < 1400
+    assert large["font"] == pytest.approx(16.7 * large["rendered"][0] / 1400, abs=0.05)
+    assert small["natural"] == [500, 200] and small["rendered"] == [500, 200]
+    assert small["fill"] < 0.5 and small["font"] == pytest.approx(8 * 100 / 72, abs=0.05)
+    assert unknown["font"] is None
+    assert [len(f["problems"]) for f in found] == [0, 2, 2]
+    lines = measure.format_figures(found)
+    assert "(slide 4, figure 2, 500x200 shown at 500x200): fills" in lines
+    assert "smallest text 11.1 px (11.1 px drawn, shown at 1.00x)" in lines
+    assert "no font size recorded" in lines
+
+
+@pytest.fixture(scope="module")
+def series_measure(series_decks):
+    """Every slide and figure of the series' decks, measured once in Chromium; screenshots of
+    the slides that do not fit go to test-artifacts/site/overflow/."""
+    _real_modules()  # skips without Chromium or the real reveal.js, which series_decks then lacks
+    shots = ARTIFACTS / "overflow"
+    shutil.rmtree(shots, ignore_errors=True)
+    return measure.measure(series_decks, screenshots=shots)
 
 
 @pytest.mark.browser
-def test_every_slide_of_every_deck_fits_1280x720(series_decks):
-    """No slide of the series needs scrolling on a 1280x720 projector (DESIGN.md, "Slides").
-
-    `python -m attnlab.classroom.site measure` prints the same list; screenshots of the slides
-    that do not fit go to test-artifacts/site/overflow/.
-    """
-    _real_modules()  # skips without Chromium or the real reveal.js, which series_decks then lacks
-    decks = series_decks
-    shots = ARTIFACTS / "overflow"
-    shutil.rmtree(shots, ignore_errors=True)
-    seen, overflowing = site.measure(decks, screenshots=shots)
-    assert seen >= 3 * len(decks)
+def test_every_slide_of_every_deck_fits_1280x720(series_decks, series_measure):
+    """No slide of the series needs scrolling on a 1280x720 projector (CONTRIBUTING.md, "Slides").
+    `python -m attnlab.classroom.measure` prints the same list."""
+    seen, overflowing, _ = series_measure
+    assert seen >= 3 * len(series_decks)
     assert not overflowing, (
         f"{len(overflowing)} of {seen} slides need scrolling at "
         f"{site.SLIDE_SIZE[0]}x{site.SLIDE_SIZE[1]} (deck #/h/v, slide number, overflow, "
-        f"heading; screenshots in {shots}):\n" + site.format_overflow(overflowing))
+        f"heading; screenshots in {ARTIFACTS / 'overflow'}):\n"
+        + measure.format_overflow(overflowing))
+
+
+@pytest.mark.browser
+@pytest.mark.projector
+def test_every_figure_is_readable_on_the_slides(series_measure):
+    """Each figure on a slide fills the width it is given and its smallest text is at least
+    14 px there (CONTRIBUTING.md, "Slides"). Not in `make test` until the figures pass: run it with
+    `.venv/bin/python -m pytest -m projector tests/test_site.py` after `make vendor`."""
+    _, _, found = series_measure
+    assert found, "no figure on any slide"
+    unreadable = [f for f in found if f["problems"]]
+    assert not unreadable, (f"{len(unreadable)} of {len(found)} figures are not readable on a "
+                            f"1280x720 slide:\n" + measure.format_figures(found))

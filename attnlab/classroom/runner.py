@@ -1,8 +1,10 @@
 """Execute the notebooks headlessly, each in a fresh kernel, in series order.
 
-`make run` uses this to run the whole series and write executed HTML to build/;
-`make notebooks` uses it with --inplace to refresh the stored outputs that strict nbval
-compares. Outputs are only ever produced here, by execution, never edited by hand.
+`make run` uses this to run the whole series and write the executed notebooks as HTML pages
+into build/, with the same builder and template as `make html` (`site.build`); `make notebooks`
+uses it with --inplace to refresh the stored outputs that strict nbval compares. Outputs are
+only ever produced here, by execution, never edited by hand. Every kernel started here loads
+`attnlab.classroom.figures`, so each figure's PNG records its smallest font size.
 """
 from __future__ import annotations
 
@@ -12,36 +14,22 @@ import sys
 import time
 from pathlib import Path
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
+from . import figures, site
+from .series import KERNELSPEC, notebook_paths
 
-def notebook_stems(names: list[str] | None = None) -> list[str]:
-    """The series' notebook names (NN_name) in order; `names` filters by NN prefix or name.
-
-    Only notebooks/ itself is listed: the student edition in notebooks/student/ is generated
-    from these (`make student`) and is never run, synced or built into slides from here.
-    """
-    stems = sorted({p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py")}
-                   | {p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")})
-    if names:
-        wanted = [Path(n).stem for n in names]
-        unknown = [w for w in wanted if not any(s.startswith(w) for s in stems)]
-        if unknown:
-            raise SystemExit(f"no notebook matches {unknown}; known: {stems}")
-        stems = [s for s in stems if any(s.startswith(w) for w in wanted)]
-    return stems
-
-
-def notebook_paths(names: list[str] | None = None) -> list[Path]:
-    """The solution edition's .ipynb paths in series order (see `notebook_stems`)."""
-    return [NOTEBOOK_DIR / f"{s}.ipynb" for s in notebook_stems(names)]
+# The kernel listens on localhost only; its log level keeps its "running over TCP without
+# encryption" notice out of every line of `make run`, while errors still show.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
+                    f"--InteractiveShellApp.extra_extensions={figures.__name__}"]
 
 
 def _load(ipynb: Path):
     """The notebook to execute: the .py source when it is newer (or the .ipynb is missing)."""
-    import jupytext
-
     py = ipynb.with_suffix(".py")
     if py.exists() and (not ipynb.exists() or py.stat().st_mtime > ipynb.stat().st_mtime):
         nb = jupytext.read(py)
@@ -60,14 +48,9 @@ def execute(ipynb: Path, timeout: int = 600, nb=None):
     `nb` is the notebook to run (default: what `ipynb` and its paired .py hold); the kernel
     starts in `ipynb`'s folder, as nbval's does, so both see the same working directory.
     """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
     nb = _load(ipynb) if nb is None else nb
-    # The kernel listens on localhost only; its log level keeps its "running over TCP without
-    # encryption" notice out of every line of `make run`, while errors still show.
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            extra_arguments=KERNEL_ARGUMENTS,
                             resources={"metadata": {"path": str(Path(ipynb).parent)}})
     start = time.perf_counter()
     error = None
@@ -98,33 +81,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
     parser.add_argument("--inplace", action="store_true",
                         help="store the executed outputs in the .ipynb")
-    parser.add_argument("--html", metavar="DIR",
-                        help="write each executed notebook as HTML into DIR")
+    parser.add_argument("--html", metavar="DIR", type=Path,
+                        help="write the executed notebooks as the site's pages into DIR")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     args = parser.parse_args(argv)
 
-    import nbformat
-
-    rows, failed = [], 0
+    rows, executed = [], {}
     for ipynb in notebook_paths(args.names):
         print(f"running {ipynb.name} ...", flush=True)
         nb, seconds, error = execute(ipynb, args.timeout)
-        if args.inplace and error is None:
-            nbformat.write(nb, ipynb)
-        if args.html:
-            from nbconvert import HTMLExporter
-
-            out = Path(args.html)
-            out.mkdir(parents=True, exist_ok=True)
-            body, _ = HTMLExporter().from_notebook_node(nb)
-            (out / f"{ipynb.stem}.html").write_text(body, encoding="utf-8")
-        failed += error is not None
+        if error is None:
+            executed[ipynb] = nb
+            if args.inplace:
+                nbformat.write(nb, ipynb)
         rows.append((ipynb.name, error, seconds))
 
     report(rows)
-    if args.html:
-        print(f"\nexecuted HTML written to {args.html}/")
-    return 1 if failed else 0
+    if args.html and executed:
+        try:
+            site.vendored()
+            maths = ""
+        except RuntimeError as e:  # `make run` needs no Node.js: the pages show TeX instead
+            maths = f"; equations show as TeX: {e}"
+        try:
+            pages = site.build("html", list(executed), args.html, executed=executed,
+                               require_vendored=False)
+        except (RuntimeError, ValueError) as e:
+            print(f"\nno HTML written: {e}", file=sys.stderr)
+            return 1
+        print(f"\n{len(pages)} executed notebooks written as HTML into {args.html}/{maths}")
+    return 1 if any(error is not None for _, error, _ in rows) else 0
 
 
 if __name__ == "__main__":

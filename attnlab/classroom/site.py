@@ -1,37 +1,41 @@
-"""The classroom outputs of the series: `make slides` and `make html`.
+"""The classroom outputs of the series: `make slides` and `make html` (and `make run`'s pages).
 
 `make slides` turns each executed notebook into a reveal.js deck; `make html` turns the series
 into a static site (an index and one page per notebook, plots included) that reads without
-Jupyter. Both are built from the stored, executed .ipynb files (nothing is re-run) and both work
-offline once built: every script and style sheet they load is a file beside them. reveal.js and
-MathJax come from the npm registry, pinned by web/package-lock.json, installed once into
-build/vendor/ and copied next to the pages; a build that would make a page load anything from
-the network fails instead of writing it.
+Jupyter; `make run` writes the notebooks it has just executed as the same pages. Slides and site
+are built from the stored, executed .ipynb files (nothing is re-run) and both work offline once
+built: every script and style sheet they load is a file beside them. reveal.js and MathJax come
+from the npm registry, pinned by web/package-lock.json and installed by `make vendor` (which
+`make slides` and `make html` run) into build/vendor/, then copied next to the pages; a build
+that would make a page load anything from the network fails instead of writing it.
 
-Slides follow the cells' `slideshow` metadata where a cell has it (JupyterLab's property
+Cells tagged `remove-cell` (asserts, CI plumbing) are left out of both, as out of the student
+edition. Slides follow the cells' `slideshow` metadata where a cell has it (JupyterLab's property
 inspector or `# %% slideshow={"slide_type": "skip"}` in the .py source set it); every other cell
 gets a slide type by the rule in `assign_slide_types`, so a notebook is presentable without any.
-A slide shows what a class needs to see (`slide_view`): `assert` statements are left out of the
-code, a cell tagged `hide-input` shows its outputs only, and a markdown cell with
-`slide_type: notes` becomes speaker notes (key S). Every slide must fit the configured 1280×720
-without scrolling; `python -m attnlab.classroom.site measure` lists the slides that do not.
+A slide shows what a class needs to see (`slide_view`): a cell tagged `hide-input` shows its
+outputs only, and a markdown cell with `slide_type: notes` becomes speaker notes (key S). Every
+slide must fit the configured 1280x720 without scrolling, and every figure must be readable
+there: `python -m attnlab.classroom.measure` lists the slides and figures that are not.
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import html
 import json
 import re
 import shutil
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-from .runner import NOTEBOOK_DIR, notebook_paths
-from .student import MARKER
+import nbformat
+from nbconvert import HTMLExporter, SlidesExporter
+from nbconvert.filters import markdown2html
+
+from .series import NOTEBOOK_DIR, notebook_paths
+from .student import MARKER, without_removed_cells
 
 REPO = NOTEBOOK_DIR.parent
 WEB = REPO / "web"
@@ -105,96 +109,23 @@ def assign_slide_types(nb):
 
 
 HIDE_INPUT = "hide-input"  # the cell tag that shows a cell's outputs on slides, not its code
-_MAGIC = re.compile(r"^(\s*)[%!]")
-
-
-def _blocks(stmt) -> list[list]:
-    """The statement lists nested in a compound statement (bodies, else, finally, handlers)."""
-    blocks = [getattr(stmt, name) for name in ("body", "orelse", "finalbody")
-              if isinstance(getattr(stmt, name, None), list)]
-    blocks += [h.body for h in getattr(stmt, "handlers", [])]
-    blocks += [c.body for c in getattr(stmt, "cases", [])]
-    return [b for b in blocks if b]
-
-
-def _removable(stmt) -> bool:
-    """An assert, or a compound statement that holds nothing but asserts (`for ...: assert`)."""
-    if isinstance(stmt, ast.Assert):
-        return True
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return False
-    blocks = _blocks(stmt)
-    return bool(blocks) and all(_removable(s) for block in blocks for s in block)
-
-
-def _assert_lines(stmts: list, lines: list[str], drop: set[int]) -> None:
-    """Add to `drop` the 0-based line numbers of the removable statements among `stmts`.
-
-    A block that would be left empty keeps its asserts (the code shown stays valid Python); a
-    statement that shares a line with a kept one (`x = f(); assert x`) is kept; the comment
-    lines right above a removed statement, at its indentation, go with it.
-    """
-    gone = [_removable(s) for s in stmts]
-    if all(gone):
-        return  # the caller keeps this block whole (or removes its owner)
-    for stmt, removed in zip(stmts, gone):
-        if not removed:
-            for block in _blocks(stmt):
-                _assert_lines(block, lines, drop)
-            continue
-        span = set(range(stmt.lineno - 1, stmt.end_lineno))
-        shared = any(not r and span & set(range(o.lineno - 1, o.end_lineno))
-                     for o, r in zip(stmts, gone))
-        if shared:
-            continue
-        drop |= span
-        above = stmt.lineno - 2
-        indent = " " * stmt.col_offset
-        while above >= 0 and lines[above].startswith(indent + "#"):
-            drop.add(above)
-            above -= 1
-
-
-def strip_asserts(source: str) -> str:
-    """`source` without its `assert` statements (top-level and nested), for a slide.
-
-    The asserts guard what the prose claims; on a projector they are noise. Found with `ast`, so
-    a multi-line assert goes whole and a loop that only asserts goes too. IPython magics are
-    masked for parsing; a source that still does not parse is returned unchanged.
-    """
-    lines = source.split("\n")
-    masked = "\n".join(_MAGIC.sub(r"\1pass  #", line) for line in lines)
-    try:
-        tree = ast.parse(masked)
-    except SyntaxError:
-        return source
-    drop: set[int] = set()
-    if all(_removable(s) for s in tree.body):
-        return ""
-    _assert_lines(tree.body, lines, drop)
-    if not drop:
-        return source
-    kept = [line for i, line in enumerate(lines) if i not in drop]
-    text = re.sub(r"\n\s*\n(\s*\n)+", "\n\n", "\n".join(kept))  # one blank line at most
-    return text.strip("\n")
 
 
 def slide_view(nb):
     """A copy of `nb` showing what belongs on a slide.
 
-    Code cells lose their asserts (`strip_asserts`) and the `### BEGIN/END SOLUTION` marker
-    lines around exercise solutions (the solution itself stays: instructors present the full
-    edition); a code cell tagged `hide-input` (plotting plumbing, long helper calls) shows its
-    outputs only; a code cell left with nothing to show is skipped unless its own metadata
-    places it. Markdown, including speaker notes (`slide_type: notes`, rendered by reveal's
-    notes plugin), is unchanged.
+    Code cells lose the `### BEGIN/END SOLUTION` marker lines around exercise solutions (the
+    solution itself stays: instructors present the full edition); a code cell tagged
+    `hide-input` (plotting plumbing, long helper calls) shows its outputs only; a code cell with
+    nothing to show is skipped unless its own metadata places it. Markdown, including speaker
+    notes (`slide_type: notes`, rendered by reveal's notes plugin), is unchanged. Cells tagged
+    `remove-cell` are gone before this (`build`).
     """
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        shown = [line for line in cell.source.split("\n") if not MARKER.match(line)]
-        cell.source = strip_asserts("\n".join(shown))
+        cell.source = "\n".join(line for line in cell.source.split("\n") if not MARKER.match(line))
         if HIDE_INPUT in cell.metadata.get("tags", []) or not cell.source.strip():
             cell.metadata["transient"] = {**cell.metadata.get("transient", {}),
                                           "remove_source": True}
@@ -220,8 +151,6 @@ def describe(nb, fallback: str) -> tuple[str, str]:
 
 def load_executed(ipynb: Path):
     """The stored notebook, checked to be executed: a page must show real outputs."""
-    import nbformat
-
     if not ipynb.exists():
         raise FileNotFoundError(
             f"{ipynb} does not exist: execute the notebook first with "
@@ -234,8 +163,14 @@ def load_executed(ipynb: Path):
             f"{ipynb.name} has code cells that were never executed (cells {unrun[:5]}"
             f"{' ...' if len(unrun) > 5 else ''}); the site shows stored outputs only: "
             f"run `make notebooks NB={ipynb.name[:2]}` first")
-    # A widget needs a live kernel. Its saved state is dropped and each widget view becomes a
-    # note that says so; the notebooks print a static view computed by the same code before it.
+    return nb
+
+
+def presentable(nb):
+    """A copy of the executed `nb` as a page shows it: without its `remove-cell` cells, and with
+    each widget view (a widget needs a live kernel) replaced by a note that says so; the saved
+    widget state is dropped. The notebooks print a static view computed by the same code first."""
+    nb = without_removed_cells(nb)
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -298,45 +233,27 @@ def _locked_versions() -> dict[str, str]:
             for name, meta in lock["packages"].items() if name.startswith("node_modules/")}
 
 
-def vendor(directory: Path | None = None, npm: str = "npm") -> Path:
-    """node_modules holding the locked reveal.js and MathJax, installed with `npm ci` if needed.
+def vendored(directory: Path | None = None) -> Path:
+    """node_modules holding the locked reveal.js and MathJax (default build/vendor/node_modules).
 
-    Installed once into build/vendor/ (the npm cache then makes a rebuild work offline too);
-    returns the node_modules folder. Raises RuntimeError, saying what to do, when the packages
-    are missing and npm is absent or fails.
+    `make vendor` installs them there with `npm ci` from web/package-lock.json, once; every
+    build after that works offline. Raises RuntimeError, saying what to run, when they are
+    missing or not the locked versions.
     """
     directory = Path(directory) if directory is not None else BUILD / "vendor"
     modules = directory / "node_modules"
     wanted = _locked_versions()
-
-    def installed() -> dict[str, str | None]:
-        found = {}
-        for name in wanted:
-            meta = modules / name / "package.json"
-            found[name] = (json.loads(meta.read_text(encoding="utf-8"))["version"]
-                           if meta.exists() else None)
-        return found
-
-    if installed() == wanted:
-        return modules
-    exe = shutil.which(npm)
-    pins = ", ".join(f"{k} {v}" for k, v in wanted.items())
-    if exe is None:
+    found = {}
+    for name in wanted:
+        meta = modules / name / "package.json"
+        found[name] = (json.loads(meta.read_text(encoding="utf-8"))["version"]
+                       if meta.exists() else None)
+    if found != wanted:
+        pins = ", ".join(f"{k} {v}" for k, v in wanted.items())
         raise RuntimeError(
-            f"the slides and the site need {pins} from the npm registry, installed into {modules}, "
-            f"and `{npm}` was not found: install Node.js and npm (Debian: `apt-get install npm`) "
-            f"and run the command again (once; later builds work offline)")
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(WEB / name, directory / name)
-    cmd = [exe, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts",
-           "--loglevel=error"]
-    print(f"installing {pins} into {modules} ...", flush=True)
-    done = subprocess.run(cmd, cwd=directory, capture_output=True, text=True)
-    if done.returncode != 0 or installed() != wanted:
-        raise RuntimeError(
-            f"`{' '.join(cmd)}` in {directory} did not install {pins} "
-            f"(exit {done.returncode}): {done.stderr.strip()[-800:]}")
+            f"the slides and the site need {pins} in {modules}: run `make vendor` (it installs "
+            f"them from the npm registry with `npm ci`, once; Node.js and npm needed: Debian's "
+            f"`apt-get install npm`)")
     return modules
 
 
@@ -357,8 +274,6 @@ def _copy_vendored(modules: Path, out: Path, files: dict[str, str]) -> None:
 # ----------------------------------------------------------------------------- building
 
 def _exporter(kind: str):
-    from nbconvert import HTMLExporter, SlidesExporter
-
     common = dict(extra_template_basedirs=[str(TEMPLATES)], extra_template_paths=[str(TEMPLATES)],
                   theme="light", exclude_anchor_links=True)
     if kind == "slides":
@@ -384,8 +299,6 @@ def _write_checked(path: Path, page: str) -> Path:
 
 def _index_page(title: str, intro: str, rows: list[tuple[str, str, str]]) -> str:
     """A small self-contained index: rows of (title, href, summary markdown), in series order."""
-    from nbconvert.filters import markdown2html
-
     body = "\n".join(
         f'<tr><td class="name"><a href="{html.escape(href)}">{html.escape(name)}</a></td>'
         f"<td>{markdown2html(summary) if summary else ''}</td></tr>"
@@ -426,13 +339,17 @@ works offline. MathJax (Apache-2.0) and reveal.js (MIT): licences in {STATIC}/.<
 
 
 def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
-          modules: Path | None = None) -> list[Path]:
+          modules: Path | None = None, executed: dict | None = None,
+          require_vendored: bool = True) -> list[Path]:
     """Build `kind` ("html" or "slides") from the executed notebooks `ipynbs` (default: all).
 
     Writes into `out` (default build/site or build/slides) one page per notebook, the vendored
     JavaScript under _static/ and an index.html; returns the paths of the pages written. The
     index and the prev/next links also cover pages of sibling notebooks already in `out`, so
-    rebuilding one notebook (`make slides NB=02`) keeps the others listed.
+    rebuilding one notebook (`make slides NB=02`) keeps the others listed. `executed` maps a
+    path of `ipynbs` to its notebook just executed in memory (`make run`), used instead of the
+    stored one. `modules` is the vendored node_modules (default: `vendored()`); without
+    `require_vendored`, missing ones are not copied and the pages show equations as TeX.
     """
     if kind not in {"html", "slides"}:
         raise ValueError(f"kind must be 'html' or 'slides', got {kind!r}")
@@ -441,10 +358,15 @@ def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
     if not ipynbs:
         raise ValueError(f"no notebooks found in {NOTEBOOK_DIR}")
     suffix = ".slides.html" if kind == "slides" else ".html"
-    notebooks = {p: load_executed(p) for p in ipynbs}
-    modules = Path(modules) if modules is not None else vendor()
-
-    import nbformat
+    executed = executed or {}
+    notebooks = {p: presentable(executed[p] if p in executed else load_executed(p))
+                 for p in ipynbs}
+    if modules is None:
+        try:
+            modules = vendored()
+        except RuntimeError:
+            if require_vendored:
+                raise
 
     built_before = {q for p in ipynbs for q in p.parent.glob("[0-9][0-9]_*.ipynb")
                     if q not in notebooks and (out / f"{q.stem}{suffix}").exists()}
@@ -454,7 +376,9 @@ def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
               for p in listed}
 
     out.mkdir(parents=True, exist_ok=True)
-    _copy_vendored(modules, out, {**_MATHJAX_FILES, **(_REVEAL_FILES if kind == "slides" else {})})
+    if modules is not None:
+        _copy_vendored(Path(modules), out,
+                       {**_MATHJAX_FILES, **(_REVEAL_FILES if kind == "slides" else {})})
     exporter = _exporter(kind)
     written = []
     for path, nb in notebooks.items():
@@ -483,139 +407,16 @@ def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
     return written
 
 
-# ----------------------------------------------------------------------------- slides in a browser
-
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; Playwright drives it
-
-# Runs in the deck. reveal.js lays every slide out at the configured size (SLIDE_SIZE) and then
-# scales the whole canvas to the window, so overflow is measured in canvas pixels, where the
-# scale does not enter: the current slide's scrollHeight/scrollWidth (its content, the slide
-# being a top-aligned `section` at the canvas's height) against the configured height/width,
-# and, inside it, any element that scrolls by itself (overflow auto/scroll with more content
-# than box). MathJax and fonts are waited for first: both change heights.
-_MEASURE_JS = """async () => {
-  Reveal.configure({transition: 'none', backgroundTransition: 'none'});
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-  await document.fonts.ready;
-  const size = Reveal.getComputedSlideSize();
-  const slides = [];
-  const stacks = Reveal.getHorizontalSlides();
-  for (let h = 0; h < stacks.length; h++) {
-    const n = Math.max(1, stacks[h].querySelectorAll(':scope > section').length);
-    for (let v = 0; v < n; v++) {
-      Reveal.slide(h, v);
-      const slide = Reveal.getCurrentSlide();
-      let inner = 0;
-      for (const el of slide.querySelectorAll('*')) {
-        if (el.closest('aside.notes')) continue;
-        const style = getComputedStyle(el);
-        if (/auto|scroll/.test(style.overflowY))
-          inner = Math.max(inner, el.scrollHeight - el.clientHeight);
-        if (/auto|scroll/.test(style.overflowX))
-          inner = Math.max(inner, el.scrollWidth - el.clientWidth);
-      }
-      const heading = slide.querySelector('h1, h2, h3, h4, h5, h6')
-        || slide.querySelector('.jp-RenderedMarkdown') || slide;
-      const text = heading.textContent.replace(/\\s+/g, ' ').trim();
-      slides.push({h: h, v: v, number: slides.length + 1, heading: text.slice(0, 60),
-                   height: slide.scrollHeight - size.height, width: slide.scrollWidth - size.width,
-                   inner: inner});
-    }
-  }
-  return {total: Reveal.getTotalSlides(), size: [size.width, size.height], slides: slides};
-}"""
-
-
-def _browser(playwright):
-    if not CHROMIUM.exists():
-        raise RuntimeError(f"measuring slides needs Chromium at {CHROMIUM}: "
-                           "`apt-get install chromium`")
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=[
-        "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"])
-
-
-def measure(decks: list[Path], viewport: tuple[int, int] = SLIDE_SIZE, tolerance: int = 1,
-            screenshots: Path | None = None) -> tuple[int, list[dict]]:
-    """Open each built deck in Chromium, visit every slide, return (slides seen, overflowing).
-
-    Each overflowing slide is a dict: deck (file name), h and v (reveal.js's indices: the URL
-    is deck#/h/v), number (1-based position in the deck), heading (its first heading, or its
-    first words), overflow: the pixels of the configured canvas that do not fit, the largest
-    of the vertical, horizontal and inner-scroller excesses, and kind: which of the three it is
-    ("too tall", "too wide", "scrolls inside"). Nothing on the page may
-    load from the network; every request that is not a local file is refused. With
-    `screenshots`, a PNG of each overflowing slide is saved there (deck-h-v.png).
-    """
-    from playwright.sync_api import sync_playwright
-
-    seen, overflowing = 0, []
-    with sync_playwright() as p:
-        browser = _browser(p)
-        try:
-            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-            page.route("**/*", lambda r: r.continue_()
-                       if r.request.url.startswith(("file:", "data:")) else r.abort())
-            for deck in decks:
-                page.goto(Path(deck).resolve().as_uri())
-                page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
-                result = page.evaluate(_MEASURE_JS)
-                if len(result["slides"]) != result["total"]:
-                    raise RuntimeError(f"{Path(deck).name}: visited {len(result['slides'])} "
-                                       f"slides of reveal.js's {result['total']}")
-                seen += result["total"]
-                for slide in result["slides"]:
-                    excess, kind = max((slide["height"], "too tall"), (slide["width"], "too wide"),
-                                       (slide["inner"], "scrolls inside"))
-                    if excess <= tolerance:
-                        continue
-                    overflowing.append({"deck": Path(deck).name, "h": slide["h"],
-                                        "v": slide["v"], "number": slide["number"],
-                                        "heading": slide["heading"], "overflow": excess,
-                                        "kind": kind})
-                    if screenshots is not None:
-                        Path(screenshots).mkdir(parents=True, exist_ok=True)
-                        page.evaluate(f"Reveal.slide({slide['h']}, {slide['v']})")
-                        name = f"{Path(deck).name.split('.')[0]}-{slide['h']}-{slide['v']}.png"
-                        page.screenshot(path=str(Path(screenshots) / name))
-        finally:
-            browser.close()
-    return seen, overflowing
-
-
-def format_overflow(overflowing: list[dict]) -> str:
-    """One line per overflowing slide: deck, #/h/v, number, kind and px, heading."""
-    return "\n".join(f"{o['deck']} #/{o['h']}/{o['v']} (slide {o['number']}): "
-                     f"{o['kind']} by {o['overflow']:.0f} px; {o['heading']!r}"
-                     for o in overflowing)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.site", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=["html", "slides", "measure", "vendor"],
-                        help="html: the static site; slides: reveal.js decks; measure: build the "
-                             "decks and list every slide that does not fit 1280x720 (exit 1 if "
-                             "any); vendor: only install reveal.js and MathJax into build/vendor")
+    parser.add_argument("kind", choices=["html", "slides"],
+                        help="html: the static site; slides: reveal.js decks")
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
     parser.add_argument("--out", type=Path,
                         help="output folder (default build/site or build/slides)")
-    parser.add_argument("--screenshots", type=Path, metavar="DIR",
-                        help="measure: save a PNG of each slide that does not fit into DIR")
     args = parser.parse_args(argv)
     try:
-        if args.kind == "vendor":
-            print(f"vendored JavaScript in {vendor()}")
-            return 0
-        if args.kind == "measure":
-            decks = build("slides", notebook_paths(args.names), args.out)
-            seen, overflowing = measure(decks, screenshots=args.screenshots)
-            if overflowing:
-                print(format_overflow(overflowing))
-            print(f"{len(overflowing)} of {seen} slides in {len(decks)} "
-                  f"deck{'s' if len(decks) != 1 else ''} do not fit "
-                  f"{SLIDE_SIZE[0]}x{SLIDE_SIZE[1]}")
-            return 1 if overflowing else 0
         pages = build(args.kind, notebook_paths(args.names), args.out)
     except (RuntimeError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
