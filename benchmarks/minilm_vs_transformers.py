@@ -1,19 +1,10 @@
 """Embed 400 short sentences with attnlab's all-MiniLM-L6-v2 and with Hugging Face `transformers`,
 in one run, on the same files, threads and batches; print the times and the ratio (goal <= 1.0).
 
-`transformers` is never a dependency of attnlab: it lives only in this benchmark's own virtual
-environment, outside the repository. From the repository root, after `make setup`:
-
-    python3.11 -m venv /tmp/bench-venv
-    # reuse the project's locked torch/tokenizers/safetensors instead of downloading them again
-    echo "import site; site.addsitedir('$PWD/.venv/lib/python3.11/site-packages')" \
-        > /tmp/bench-venv/lib/python3.11/site-packages/_attnlab_base.pth
-    /tmp/bench-venv/bin/pip install transformers==5.23.0
-    PYTHONHASHSEED=0 /tmp/bench-venv/bin/python benchmarks/minilm_vs_transformers.py
-
-(Without the .pth line, install the project into the venv instead: `pip install -r
-requirements.txt transformers==5.23.0 && pip install --no-deps -r requirements-assets.txt &&
-pip install --no-deps -e .`.)
+`transformers` is never a dependency of attnlab: it lives only in the benchmarks' own virtual
+environment, .venv-bench, which `make bench` creates from the students' lock and
+benchmarks/requirements.txt (transformers==5.23.0 and what it needs besides) and then runs this
+script in; by hand: `.venv-bench/bin/python benchmarks/minilm_vs_transformers.py`.
 Options: --threads N [N ...] (default: 1, as the notebooks use, and torch's default for the
 machine), --repeats N, --batch-size N, -n N. On a machine shared with other work, compare the
 CPU-time lines too: wall time there also counts other programs' turns on the cores.

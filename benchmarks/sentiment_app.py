@@ -36,12 +36,13 @@ def main() -> None:
     torch.set_num_threads(1)
     app = attnlab.SentimentApp()
     encoder = app.encoder
-    print(f"{'input':<18} {'encode (baseline)':>22} {'app.analyze':>22}   (best / median, ms)")
+    print(f"{'input':<18} {'encode (baseline)':>22} {'app.analyze':>22}   (best / median, ms)"
+          f"   ratio (best)")
     for name, text in TEXTS.items():
         base = best_and_median(lambda t=text: encoder.encode([t]))
         ours = best_and_median(lambda t=text: app.analyze(t))
         print(f"{name:<18} {base[0] * 1e3:10.1f} / {base[1] * 1e3:8.1f} {ours[0] * 1e3:10.1f} / "
-              f"{ours[1] * 1e3:8.1f}")
+              f"{ours[1] * 1e3:8.1f}   {ours[0] / base[0]:10.2f}x")
 
 
 if __name__ == "__main__":

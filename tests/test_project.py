@@ -1,69 +1,85 @@
-"""The project's own promises: the lock and environment.yml agree, every notebook pair is in
-sync and was executed top to bottom, `import attnlab` is light, the public API exists."""
+"""The project's own promises: the two locks pin what pyproject.toml asks for and keep the test
+tools out of the students' lock; every notebook found in notebooks/ is complete (numbered in
+order, paired and executed, with a student edition, a README row and an exercises module);
+`import attnlab` is light; the public API exists (CONTRIBUTING.md, "Public API")."""
+import inspect
 import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import jupytext
 import pytest
 import torch
 
+import attnlab
+
 ROOT = Path(__file__).resolve().parent.parent
+# The series is whatever notebooks/ holds: nothing here lists it by hand.
+SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# The series, in order (DESIGN.md, "The notebooks, in order"): a lost, renamed or extra notebook
-# fails.
-SERIES = ["01_attention_by_hand", "02_why_scale", "03_training_an_encoder", "04_position_ablation",
-          "05_pretrained_cnn_retrieval", "06_pretrained_transformer", "07_masks_decoders",
-          "08_attention_cost"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def pins(lines):
-    out = {}
-    for line in lines:
+def _name(requirement: str) -> str:
+    """The normalised name of a requirement ("Foo_bar[x]>=1" -> foo-bar)."""
+    return re.sub(r"[-_.]+", "-", re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)[1]
+                  ).lower()
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of every line of a lock file; a line that is not `name==version` fails."""
+    found = {}
+    for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
-        if "==" in line and not line.startswith("-"):
-            name, version = line.split("==")
-            out[re.sub(r"[-_.]+", "-", name.lower())] = version.strip()
-    return out
+        if not line:
+            continue
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[^\s;]+", line), (
+            f"{path.name} must pin exact versions, found {line!r}: run `make lock`")
+        name, version = line.split("==")
+        found[_name(name)] = version
+    return found
 
 
-def test_lock_pins_everything_exactly():
-    lines = (ROOT / "requirements.txt").read_text().splitlines()
-    reqs = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-    loose = [r for r in reqs if "==" not in r]
-    assert not loose, f"requirements.txt must pin exact versions, found: {loose}"
-    for needed in ("torch", "keras", "numpy", "matplotlib", "ipywidgets", "jupytext", "nbval",
-                   "jupyterlab", "pytest"):
-        assert needed in pins(reqs), f"{needed} missing from the lock"
-    assert pins(reqs)["torch"].startswith("2.13.0")
+def test_the_students_lock_pins_what_they_run_and_no_test_tool():
+    students = pins(ROOT / "requirements.txt")
+    needed = PYPROJECT["project"]["dependencies"] + \
+        PYPROJECT["project"]["optional-dependencies"]["classroom"]
+    missing = [r for r in needed if _name(r) not in students]
+    assert not missing, f"requirements.txt lacks {missing} from pyproject.toml: run `make lock`"
+    assert students["torch"] == "2.13.0"
+    assert tuple(map(int, students["jsonschema"].split(".")[:2])) < (4, 25)  # see pyproject
+    dev = {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["dev"]}
+    assert dev.isdisjoint(students), f"test tools in the students' lock: {dev & set(students)}"
 
 
-def test_environment_yml_mirrors_the_lock():
-    lock = pins((ROOT / "requirements.txt").read_text().splitlines())
-    env_text = (ROOT / "environment.yml").read_text()
-    env = pins(line.strip().lstrip("- ") for line in env_text.splitlines())
-    assert env == lock, (
-        "environment.yml and requirements.txt disagree: "
-        f"only in env {set(env.items()) - set(lock.items())}, "
-        f"only in lock {set(lock.items()) - set(env.items())}; run `make lock`"
-    )
-    assert re.search(r"^\s*-\s*python=3\.11\s*$", env_text, re.M), (
-        "environment.yml must ask for python=3.11")
+def test_the_dev_lock_pins_the_test_tools_beside_the_students_lock():
+    students, dev = pins(ROOT / "requirements.txt"), pins(ROOT / "requirements-dev.txt")
+    tools = [r for r in PYPROJECT["project"]["optional-dependencies"]["dev"]
+             if _name(r) not in dev]
+    assert not tools, f"requirements-dev.txt lacks {tools}: run `make lock`"
+    assert students.keys().isdisjoint(dev), (
+        f"pinned in both locks: {sorted(students.keys() & dev.keys())}; run `make lock`")
+    assert "transformers" not in students | dev  # the benchmarks' venv only
 
 
-def test_the_series_is_the_eight_notebooks_in_order():
-    assert [p.stem for p in NOTEBOOKS] == SERIES
-    assert sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py")) == SERIES
+def test_the_series_is_numbered_from_01_without_gaps():
+    numbers = [int(p.name[:2]) for p in SOURCES]
+    assert numbers == list(range(1, len(numbers) + 1)), [p.name for p in SOURCES]
+    assert [p.stem for p in NOTEBOOKS] == [p.stem for p in SOURCES], (
+        "every notebooks/NN_name.py needs its NN_name.ipynb and back: run `make sync`")
 
 
-def test_every_notebook_has_a_student_edition_and_a_readme_row():
-    students = sorted(p.stem for p in (ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
-    assert students == SERIES, "run `make student` to write notebooks/student/"
-    readme = (ROOT / "README.md").read_text()
-    for name in SERIES:
-        assert f"`{name}`" in readme, f"README's notebook table has no row for {name}"
+@pytest.mark.parametrize("py", SOURCES, ids=lambda p: p.stem)
+def test_every_notebook_has_its_student_edition_readme_row_and_exercises(py):
+    assert (ROOT / "notebooks" / "student" / f"{py.stem}.ipynb").exists(), (
+        f"no student edition of {py.stem}: run `make student NB={py.name[:2]}`")
+    assert re.search(rf"^\| {py.name[:2]} \| `{py.stem}` \|", (ROOT / "README.md").read_text(),
+                     re.M), f"README's notebook table has no row for {py.stem}"
+    assert (ROOT / "attnlab" / "exercises" / f"ex{py.name[:2]}.py").exists(), (
+        f"{py.stem} has no exercises module attnlab/exercises/ex{py.name[:2]}.py")
 
 
 @pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.name)
@@ -94,7 +110,7 @@ def test_import_is_light_and_offline():
     assert out.stdout.strip() == "[]", f"import attnlab pulled in {out.stdout.strip()}"
 
 
-# DESIGN.md's public API: code outside this repository calls these names with these arguments.
+# The public API: code outside this repository calls these names with these arguments.
 PUBLIC_API = {
     "scaled_dot_product_attention": ["q", "k", "v", "mask"],
     "MultiHeadAttention": ["d_model", "n_heads"],
@@ -110,10 +126,6 @@ PUBLIC_API = {
 
 @pytest.mark.parametrize("name", list(PUBLIC_API))
 def test_public_api_keeps_its_names_and_arguments(name):
-    import inspect
-
-    import attnlab
-
     obj = getattr(attnlab, name)
     params = list(inspect.signature(obj).parameters.values())
     names = [p.name for p in params]
@@ -127,20 +139,16 @@ def test_public_api_keeps_its_names_and_arguments(name):
 
 
 def test_multi_head_attention_has_the_documented_projections_and_forward():
-    import inspect
-
-    import attnlab
-
     mha = attnlab.MultiHeadAttention(8, 2)
     assert all(isinstance(getattr(mha, n), torch.nn.Linear) for n in ("q", "k", "v", "out"))
     assert list(inspect.signature(mha.forward).parameters) == ["x", "mask", "context"]
 
 
-def test_readme_opens_with_the_two_commands():
+def test_readme_opens_with_the_two_commands_and_the_makefile_has_every_target_it_names():
     readme = (ROOT / "README.md").read_text()
     first_block = readme.split("```")[1]
     assert "make run" in first_block and "make test" in first_block
     makefile = (ROOT / "Makefile").read_text()
-    for target in ("setup", "run", "test", "test-portable", "lint", "lab", "notebooks", "student",
-                   "sync", "slides", "html", "fetch"):
-        assert re.search(rf"^{target}:", makefile, re.M), f"Makefile has no `{target}` target"
+    named = set(re.findall(r"`make ([a-z-]+)", readme + (ROOT / "CONTRIBUTING.md").read_text()))
+    missing = [t for t in sorted(named) if not re.search(rf"^{t}:", makefile, re.M)]
+    assert not missing, f"README.md or CONTRIBUTING.md name make targets that are not: {missing}"
