@@ -46,6 +46,9 @@ def sanitize_rules(path: Path = SANITIZE) -> list[tuple[str, str]]:
     return [(parser[s]["regex"], parser[s]["replace"]) for s in parser.sections()]
 
 
+SANITIZE_RULES = sanitize_rules()
+
+
 class CellMismatch(Exception):
     """A student cell's outputs are not what the full edition promises (the message says how)."""
 
@@ -117,7 +120,7 @@ class StudentCell(_StudentItem):
         if notebook.raised_at is not None and self.index > notebook.raised_at:
             pytest.skip(f"not reached: cell {notebook.raised_at} raised")
         cell = notebook.executed.cells[self.index]
-        diff = student.compare_cell(notebook.full.cells[self.full_index], cell, sanitize_rules())
+        diff = student.compare_cell(notebook.full.cells[self.full_index], cell, SANITIZE_RULES)
         if diff is not None:
             raise CellMismatch(str(student.Mismatch(self.index, self.full_index,
                                                     student.first_line(cell), diff)))
