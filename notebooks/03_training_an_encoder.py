@@ -10,19 +10,23 @@
 # # 03 · Training an encoder, and reading its attention
 #
 # Notebooks 01 and 02 built attention; here a small Transformer encoder learns with it. We train
-# it on synthetic movie reviews in which **one word decides the label and we know which one**.
-# That makes it possible to do what real data never allows: score the model's attention against
-# the truth, and then test whether the attention weights explain its predictions.
+# it on synthetic movie reviews whose label depends on **which word reads which**, and we know
+# the word that decides. That makes it possible to do what real data never allows: first test
+# whether the model needs its attention at all, then score its attention against the truth,
+# then test what its predictions depend on.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - what an encoder block computes: attention, a feed-forward layer, residual connections and
-#   LayerNorm, and the padding mask, written out in a dozen lines;
+# - what an encoder block computes: attention, a feed-forward layer, residual connections,
+#   LayerNorm and the padding mask, written out by you in a few lines;
 # - what a training loop does, in ten lines: minibatches, a loss, gradients, Adam;
-# - how to score attention against a known answer (the hit rate);
-# - how to test what a prediction depends on by intervening: hide a word from attention, zero
-#   its weights after the softmax, remove it.
+# - the test any attention heatmap must pass before it is read: make every weight uniform and
+#   see whether the predictions survive;
+# - how to score each head against the uniform level and against chance, and how to find the
+#   heads a model cannot do without;
+# - what hiding a word from attention and zeroing its value each say, and why post-norm
+#   blocks need a learning-rate warm-up.
 #
 # Assumes: notebook 01 (scaled dot-product and multi-head attention) and basic PyTorch
 # (tensors, `nn.Module`).
@@ -33,33 +37,39 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_reviews
+from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
 from attnlab.exercises import ex03
-from attnlab.models import TinyTransformer, attention_hit_rate
-from attnlab.plots import head_grid, training_curves
+from attnlab.models import TinyTransformer
+from attnlab.plots import attention_heatmap
+from attnlab.probes import target_scores
 from attnlab.report import fmt
-from attnlab.train import RECIPE, evaluate, train_classifier
+from attnlab.train import RECIPE, evaluate, fit_classifier, train_classifier
 
 attnlab.seed_everything(0)
 
 # %% [markdown]
-# ## The data: reviews with one decisive word
+# ## The data: reviews that turn on "but"
 #
-# Each review is 5–15 words long: neutral filler with exactly one sentiment word at a random
-# position. The label is that word's polarity (1 = positive, 0 = negative), and its position is
-# recorded. Word order carries no information here; notebook 04 comes back to that.
+# Each review is 5–15 words of neutral filler with three words placed at random: a sentiment
+# word, **but**, and a sentiment word of the other polarity. As in real reviews, the word after
+# "but" decides: "the plot was dull but the acting superb" is positive. The label is that word's
+# polarity (1 = positive, 0 = negative), and its position is recorded.
 
 # %%
-reviews = make_reviews(RECIPE["n_train"] + RECIPE["n_test"], seed=0)
+reviews = make_contrast_reviews(RECIPE["n_train"] + RECIPE["n_test"], seed=0)
 train, test = reviews.split(RECIPE["n_train"])
-print(f"{len(POSITIVE)} positive and {len(NEGATIVE)} negative words, e.g. {POSITIVE[:3]}, {NEGATIVE[:3]}")
 print(f"{len(train)} training and {len(test)} test reviews; "
-      f"{fmt(sum(train.labels) / len(train), 3, guard=False)} of the training reviews are positive\n")
+      f"{fmt(sum(train.labels) / len(train), 3)} of the training reviews are positive\n")
 for words, label, pos in test[:5]:
     marked = " ".join(f"[{w}]" if i == pos else w for i, w in enumerate(words))
-    print(f"{LABELS[label]:>8}  (decisive word at {pos:2d})  {marked}")
+    print(f"{LABELS[label]:>8}  {marked}")
 
 # %% [markdown]
+# Every review holds one positive and one negative word, and which of the two comes after "but"
+# is a coin flip. So the *set* of words in a review says nothing about its label: a model that
+# only counts words (a bag of words) is at chance, 50 %. To get the label right, a model must
+# relate the words to each other and to their order, and relating tokens is what attention does.
+#
 # The model reads numbers, not words. The vocabulary maps each word to an id; id 0 is padding
 # (`PAD`, used to make all rows of a batch equally long) and id 1 stands for any unknown word.
 
@@ -69,7 +79,6 @@ example = test.sentences[0]
 print(f"vocabulary: {len(vocab)} ids (PAD = {vocab.PAD}, UNK = {vocab.UNK})")
 print("words:", example)
 print("ids:  ", vocab.encode(example))
-print("unknown words:", vocab.encode("a marvelous film"), "->", vocab.decode(vocab.encode("a marvelous film")))
 
 # %% [markdown]
 # ## The model
@@ -78,9 +87,9 @@ print("unknown words:", vocab.encode("a marvelous film"), "->", vocab.decode(voc
 #
 # 1. **embedding**: each token id selects a learned vector of d = 32 numbers, and a learned
 #    *position vector* for its place (0, 1, 2, …) is added;
-# 2. one **encoder block**: notebook 01's multi-head self-attention, then a **feed-forward
-#    network** (FFN), a small two-layer network (32 → 64 → 32, ReLU) applied to each token's
-#    vector on its own;
+# 2. one **encoder block**: notebook 01's multi-head self-attention (4 heads), then a
+#    **feed-forward network** (FFN), a small two-layer network (32 → 64 → 32, ReLU) applied to
+#    each token's vector on its own;
 # 3. **mean pooling**: the average of the real tokens' vectors (padding left out), then a
 #    linear layer that gives the two scores (*logits*; softmax turns them into probabilities).
 
@@ -96,78 +105,62 @@ print("unknown words:", vocab.encode("a marvelous film"), "->", vocab.decode(voc
 # - **LayerNorm** rescales each token's vector to mean 0 and variance 1 over its 32 numbers
 #   (then applies a learned scale and shift), which keeps the numbers in a range where
 #   training is stable. Normalising after the addition is called **post-norm**, as in the
-#   original Transformer; many later models normalise before each part (pre-norm).
+#   original Transformer; most models since GPT-2 normalise before each part (**pre-norm**):
+#   the last section measures the difference.
+#
+# The **padding mask** is one line: a query may attend to a key only when the key is a real
+# token, not `PAD`.
 
 # %% slideshow={"slide_type": "subslide"}
-# Where do the model's parameters sit?
 torch.manual_seed(0)  # the initial weights
 model = TinyTransformer(len(vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
-                        dtype=torch.float64)  # float64: see "Training" below
+                        dtype=torch.float64)
 block = model.blocks[0]
-parts = {"token embedding (62 × 32)": [model.embed], "position vectors (64 × 32)": [model.pos],
-         "attention: q, k, v, out": [block.attn], "feed-forward": [block.ff],
-         "two LayerNorms": [block.norm1, block.norm2], "head (32 → 2)": [model.head]}
+parts = {f"token embedding ({len(vocab)} × 32)": [model.embed.tokens],
+         "position vectors (64 × 32)": [model.embed.pos], "attention: q, k, v, out": [block.attn],
+         "feed-forward": [block.ff], "two LayerNorms": [block.norm1, block.norm2],
+         "head (32 → 2)": [model.head]}
 for name, modules in parts.items():
     print(f"{name:28} {sum(p.numel() for m in modules for p in m.parameters()):6,}")
-n_params = sum(p.numel() for p in model.parameters())
-print(f"{'total':28} {n_params:6,}")
+print(f"{'total':28} {sum(p.numel() for p in model.parameters()):6,}")
 
 # %% [markdown]
-# ### The block, written out
+# ### Write the block
 #
-# `model.encode` in the lines that matter. First the multi-head attention of notebook 01
-# (project, split into heads, attend, merge, mix with `out`), with one addition we use later:
-# `edit` may change the weights after the softmax.
+# Write `model.encode` for this one-block model: from token ids `x` (B, T) to the token states
+# (B, T, 32) after the block, and the attention weights (B, 4, T, T). The parts are
+# `model.embed(x)` (token vector + position vector), `block.attn(h, mask)` (notebook 01's
+# multi-head attention, which returns the output and the weights), `block.ff`, `block.norm1`
+# and `block.norm2`.
 
 # %%
-def multi_head(attn, h, mask, edit=None):
-    """attn(h, mask) written out: output (B, T, d) and weights (B, H, T, T)."""
-    B, T, d = h.shape
-
-    def split(t):  # (B, T, d) -> (B, H, T, d/H)
-        return t.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)
-
-    q, k, v = split(attn.q(h)), split(attn.k(h)), split(attn.v(h))  # (B, H, T, d/H) each
-    _, w = attnlab.scaled_dot_product_attention(q, k, v, mask)  # (B, H, T, T)
-    w = w if edit is None else edit(w)
-    merged = (w @ v).transpose(1, 2).reshape(B, T, d)  # (B, T, d)   heads side by side
-    return attn.out(merged), w
-
-
-# %% [markdown]
-# Then the block's two equations, the padding mask and the pooling. The **padding mask** is one
-# line: a query may attend to a key only when the key is a real token, not `PAD`.
-
-# %%
-def encode_by_hand(model, x, edit=None):
-    """model.encode(x) for a one-block model: states (B, T, d) and weights (B, H, T, T)."""
+def my_encode(model, x):
+    """x (B, T) token ids -> states (B, T, d) and weights (B, H, T, T), one post-norm block."""
     block = model.blocks[0]
-    mask = (x != vocab.PAD)[:, None, None, :]  # (B, 1, 1, T)   padding mask: no query reads PAD
-    h = model.pos(model.embed(x))  # (B, T, d)   token vector + position vector
-    a, w = multi_head(block.attn, h, mask, edit)  # (B, T, d), (B, H, T, T)
+    ### BEGIN SOLUTION
+    mask = (x != vocab.PAD)[:, None, None, :]  # (B, 1, 1, T)   no query reads PAD
+    h = model.embed(x)  # (B, T, d)   token vector + position vector
+    a, w = block.attn(h, mask)  # (B, T, d), (B, H, T, T)
     h = block.norm1(h + a)  # x = LayerNorm(x + MHA(x))
     h = block.norm2(h + block.ff(h))  # x = LayerNorm(x + FFN(x))
     return h, w
+    ### END SOLUTION
 
 
-def logits_by_hand(model, x, edit=None):
-    """The class scores (B, 2): the mean of the real tokens' states, then the linear head."""
-    h, _ = encode_by_hand(model, x, edit)  # (B, T, d)
-    real = (x != vocab.PAD).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
-    return model.head((h * real).sum(1) / real.sum(1))  # (B, 2)
+encode = ex03.encode(my_encode, model)
 
-
-# %%
-x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
-x_test, y_test, pos_test = test.tensors(vocab)  # (400, T), (400,), (400,)
-with torch.no_grad():
-    states, weights = encode_by_hand(model, x_test)
-    ref_states, (ref_weights,) = model.encode(x_test)
-    same = (torch.allclose(states, ref_states, rtol=0, atol=1e-12)
-            and torch.allclose(weights, ref_weights, rtol=0, atol=1e-12)
-            and torch.allclose(logits_by_hand(model, x_test), model(x_test), rtol=0, atol=1e-12))
-print("written out = attnlab's model.encode and model(x) on the 400 test reviews (to 1e-12):", same)
-assert same
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# Five steps, in the order of the equations: the mask, the embedding, attention, then each
+# residual with its LayerNorm.
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# The mask must broadcast to the weights (B, H, T, T) and say, for every key, whether it is a
+# real token: the key axis is the last one, so the (B, T) test `x != PAD` needs two new axes in
+# the middle. Post-norm adds first and normalises the sum.
+# </details>
 
 # %% [markdown]
 # ## Training
@@ -180,12 +173,10 @@ assert same
 # its square, and scales each step to about the learning rate (0.003 here). One pass over the
 # 1,600 training reviews is an **epoch**; after each we measure the accuracy on the 400 test
 # reviews, which the model never trains on.
-#
-# The model computes in float64. CPUs differ in the last bit of float32 sums, and training
-# amplifies such differences; in float64 this run comes out the same on any CPU, to every digit
-# printed here.
 
 # %%
+x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
+x_test, y_test, pos_test = test.tensors(vocab)  # (400, T), (400,), (400,)
 optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE["lr"], fused=True)
 batch_order = torch.Generator().manual_seed(0)  # which reviews go into which minibatch
 test_acc = []
@@ -197,57 +188,94 @@ for _ in range(RECIPE["epochs"]):  # an epoch: every training review once
         optimizer.step()  # Adam: a small step against each gradient
     test_acc.append(evaluate(model, x_test, y_test)[1])  # accuracy on the test reviews
 model.eval()
-first_perfect = next(e for e in range(len(test_acc)) if min(test_acc[e:]) == 1.0) + 1
 print(f"{RECIPE['epochs']} epochs of {len(y_train) // RECIPE['batch_size']} steps; test accuracy "
-      f"after epoch 1: {fmt(test_acc[0], 3, guard=False)}, 1.000 from epoch {first_perfect} on")
-assert test_acc[-1] >= 0.95, "the recipe should reach 95 % test accuracy"
+      "by epoch:", " ".join(fmt(a, 2) for a in test_acc))
+
+# %% tags=["remove-cell"]
+assert test_acc[-1] >= 0.97 and max(test_acc[:3]) < 0.6
 
 # %% [markdown]
-# `attnlab.train.train_classifier` is this loop with the bookkeeping around it: it makes the
-# data, the vocabulary and the model from the seed, and records the loss and accuracy of each
-# epoch. Same seed, same steps: the same weights.
-
-# %%
-trained = train_classifier(seed=0, dtype=torch.float64)
-same = all(torch.equal(a, b) for a, b in zip(model.parameters(), trained.model.parameters()))
-print("the loop above and train_classifier(seed=0) give the same weights, bit for bit:", same)
-assert same and trained.history["test_acc"] == test_acc
+# For three epochs the model stays near chance; then it finds the relation between the words and
+# the test accuracy climbs to the last epoch's value above. `attnlab.train.train_classifier()`
+# is this loop with the bookkeeping around it (it makes the data, the vocabulary and the model
+# from the seed and records each epoch); with no arguments it trains exactly this model.
 
 # %% tags=["hide-input"]
-training_curves(trained.history, title="TinyTransformer on the synthetic reviews")
+fig, ax = plt.subplots(figsize=(7, 3.4))
+ax.plot(range(1, len(test_acc) + 1), test_acc, "o-", label="test accuracy")
+ax.axhline(0.5, color="gray", linestyle="--", label="chance")
+ax.set(xlabel="epoch", ylabel="test accuracy", ylim=(0.4, 1.02),
+       title="TinyTransformer on the contrast reviews")
+ax.legend(loc="lower right")
+ax.grid(alpha=0.3)
+fig.tight_layout()
 plt.show()
 
+# %% tags=["remove-cell"]
+trained = train_classifier()  # notebook 03's recipe in one call: the same weights, bit for bit
+assert all(torch.equal(a, b) for a, b in zip(model.parameters(), trained.model.parameters()))
+assert trained.history["test_acc"] == test_acc
+
 # %% [markdown]
-# The train numbers are averages over each epoch's minibatches, taken while the model was still
-# learning; the test numbers are measured at the end of the epoch, so early on they can be the
-# better ones.
+# ## Does it need its attention?
+#
+# A heatmap shows where the weights go. It cannot show whether the model uses them: a model can
+# spread its weights in a striking pattern and decide everything elsewhere. So before reading
+# any weights, we take them away. Under `attnlab.uniform_attention()` every query gives every
+# real token the same weight (1/T for a review of T tokens), and nothing else changes: the
+# embeddings, the feed-forward layer, the pooling and the head are the trained ones.
+#
+# **Predict first.** What test accuracy does the trained model keep with uniform attention?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: the model is at 99 %; the attention weights are one part of
+# many. Does it lose a little, a lot, or everything?
+
+# %%
+guess = ...  # your prediction: the test accuracy with uniform weights, between 0 and 1
+### BEGIN SOLUTION
+guess = 0.5
+### END SOLUTION
+
+# %%
+accuracy = evaluate(model, x_test, y_test)[1]
+with attnlab.uniform_attention():
+    uniform_accuracy = evaluate(model, x_test, y_test)[1]
+print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
+      "attention")
+ex03.uniform_accuracy(guess, uniform_accuracy)
+
+# %% tags=["remove-cell"]
+assert accuracy >= 0.97 and uniform_accuracy <= 0.55
+
+# %% [markdown]
+# With uniform weights the model is at chance: every prediction it gets right, it gets right
+# through its attention. Its weights are worth reading.
 
 # %% [markdown]
 # ## Where does it look?
 #
-# Below are the first positive and the first negative test review: the four heads and their
-# mean. Row = the token that asks (query), column = the token it reads from (key); the decisive
-# word's column label is red. A review of T tokens spreads each row's weight 1 over T keys, so
-# we show weight × T: 1 is uniform attention (weight 1/T), 2 is twice that. Both pictures
-# share one colour scale.
+# Two test reviews, one of each label, and two of the four heads (the next section says why
+# these two). Row = the token that asks (query), column = the token it reads from (key); the
+# decisive word's column label is red. A review of T tokens spreads each row's weight 1 over
+# T keys, so we show weight × T: 1 is uniform attention, 2 is twice that.
 
 # %% slideshow={"slide_type": "skip"}
-with torch.no_grad():
-    _, weights = encode_by_hand(model, x_test)  # (400, H, T, T)
+(weights,) = model.attention_maps(x_test)  # (400, H, T, T)
 real = x_test != vocab.PAD  # (400, T)
 lengths = real.sum(1)  # (400,)
 picks = [y_test.tolist().index(1), y_test.tolist().index(0)]
-scale = max(float((weights[i] * lengths[i]).max()) for i in picks)  # the shared colour scale
-print(f"largest weight × T in the two pictures: {fmt(scale, 2)}")
-assert scale < 1.5
 
 
-def show_review(i):
+def show_review(i, heads=(0, 3)):
     n = int(lengths[i])
     p = float(model.predict_proba(x_test[i:i + 1])[0, 1])
-    head_grid(weights[i, :, :n, :n] * n, test.sentences[i], highlight=int(pos_test[i]), vmax=scale,
-              title=f"{LABELS[int(y_test[i])]} review, P(positive) = {p:.3f}: "
-                    f"weight × T (uniform = 1/T shows as 1)")
+    fig, axes = plt.subplots(1, len(heads), figsize=(10, 4.6))
+    for ax, h in zip(axes, heads):
+        attention_heatmap(weights[i, h, :n, :n] * n, test.sentences[i], test.sentences[i], ax=ax,
+                          title=f"head {h}", vmax=4.0, highlight=int(pos_test[i]))
+    fig.suptitle(f"{LABELS[int(y_test[i])]} review, P(positive) = {p:.3f}: weight × T")
+    fig.tight_layout()
     plt.show()
 
 
@@ -258,16 +286,16 @@ show_review(picks[0])
 show_review(picks[1])
 
 # %% [markdown]
-# No weight in these two reviews reaches 1.5 times the uniform level: this model's attention is
-# nearly uniform, and where a column stands out, it stands out by little. Pictures of one review
-# at a time cannot say whether that little is systematic; a count over the test set can.
+# In these two reviews the sentiment words' rows are not uniform: in one head a sentiment word
+# reads the *other* sentiment word. Two pictures cannot say whether that is systematic; a count
+# over the 400 test reviews can.
 
 # %% [markdown]
-# ## Scoring attention against the truth: the hit rate
+# ## Scoring every head
 #
 # How much attention does a token *receive*? Its column of the weight matrix holds what every
-# query gives it; average that column over the real queries (padding rows left out). A review
-# is a **hit** for a head when its most-received token is the decisive word. Write the average:
+# query gives it; average that column over the real queries (padding rows left out). Write the
+# average:
 
 # %%
 def my_attention_received(weights, real):
@@ -282,102 +310,111 @@ def my_attention_received(weights, real):
 attention_received = ex03.attention_received(my_attention_received)
 
 # %% [markdown]
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1</summary>
 #
-# `weights[b, h, i, j]` is what query `i` gives key `j`, so the weights key `j` receives run
-# along dimension -2. Multiply by a 0/1 mask of the real queries, shaped `(B, 1, T, 1)`, sum
-# over dimension -2, and divide by the number of real tokens.
+# `weights[b, h, i, j]` is what query `i` gives key `j`: the weights a key receives run along
+# one axis. Which?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Multiply by a 0/1 mask of the real queries shaped so that it lines up with the query axis,
+# sum over that axis, and divide by the number of real tokens.
 # </details>
 #
-# Picking a token at random would hit with probability 1 / length; its mean over the test set
-# is the chance level.
+# A score per head for three words of each review: the decisive word (after "but"), the
+# first sentiment word and "but" itself. **× uniform** is the weight the word receives times
+# the review's length: 1.0 is what uniform attention gives it. The **hit rate** counts how
+# often the word is the most-received token of its review; a head that picks a random real
+# token would score the **base rate**, the mean of 1/length.
 
 # %%
+sentiment_ids = torch.tensor([vocab.stoi[w] for w in (*POSITIVE, *NEGATIVE)])
+first = torch.isin(x_test, sentiment_ids).int().argmax(1)  # (400,)   the word before "but"
+but = (x_test == vocab.stoi["but"]).int().argmax(1)  # (400,)
 received = attention_received(weights, real)  # (400, H, T)
-hit = received.argmax(-1) == pos_test[:, None]  # (400, H)   most-received token = the word?
-hit_mean = received.mean(1).argmax(-1) == pos_test  # (400,)   the same for the heads' average
-word = received.mean(1)[torch.arange(len(y_test)), pos_test] * lengths  # (400,)   × uniform
-pred = model.predict_proba(x_test).argmax(-1)  # (400,)
-print(f"chance (a random token): {fmt((1 / lengths.double()).mean(), 3)}")
-print("hit rate per head:", "  ".join(fmt(r, 3, guard=False) for r in hit.double().mean(0)),
-      f"  heads' average: {fmt(hit_mean.double().mean(), 3, guard=False)}")
-by_class = {c: hit_mean[y_test == c].double().mean().item() for c in (0, 1)}
-share = {c: word[y_test == c].mean().item() for c in (0, 1)}
-class_acc = {c: (pred[y_test == c] == c).double().mean().item() for c in (0, 1)}
-for c in (0, 1):
-    print(f"  {LABELS[c]} reviews: heads' average hits {fmt(by_class[c], 3, guard=False)}; the word "
-          f"receives {fmt(share[c], 2)} × uniform; accuracy {fmt(class_acc[c], 3, guard=False)}")
-library = attention_hit_rate(model, x_test, pos_test)
-assert abs(library["per_head"][0] - hit.double().mean(0).numpy()).max() < 1e-6
-assert by_class[0] > 0.9 and by_class[1] < 0.2 and min(class_acc.values()) > 0.95
-assert 1 < share[0] < 1.5 and share[1] < 1
+scores = {name: target_scores(weights, real, where)
+          for name, where in (("decisive word", pos_test), ("first word", first), ("but", but))}
+print(f"{'':14} {'× uniform, heads 0-3':>26}   {'hit rate, heads 0-3':>26}")
+for name, s in scores.items():
+    print(f"{name:14} " + " ".join(f"{fmt(v, 2):>6}" for v in s["times_uniform"]) + "   "
+          + " ".join(f"{fmt(v, 3):>6}" for v in s["hit_rate"]))
+print(f"base rate (a random real token): {fmt(scores['but']['base_rate'], 3)}")
+
+# %% tags=["remove-cell"]
+decisive, first_word = scores["decisive word"], scores["first word"]
+assert torch.allclose(received, attnlab.probes.attention_received(weights, real))
+assert decisive["times_uniform"].argmax() == 3 and decisive["times_uniform"][3] > 1.8
+assert first_word["times_uniform"].argmax() == 0 and first_word["times_uniform"][0] > 2.0
+assert (scores["but"]["times_uniform"] < 1.5).all()
+assert (decisive["hit_rate"] > 2.5 * decisive["base_rate"]).all()
 
 # %% [markdown]
-# The heads' average points at the decisive word in almost every negative review and in hardly
-# any positive one, yet the model gets both classes right. In a negative review the word
-# receives a little more than its uniform share, consistently enough to be the most-received
-# token; in a positive review it receives less than that, and the most-received token is filler.
-# With two classes the model only has to detect negative words. A low hit rate therefore does
-# not mean the model ignores the word; the intervention below asks what it does depend on.
-
-# %% [markdown]
-# ## An intervention: hide the decisive word from attention
-#
-# A heatmap shows where the weights go, not what the prediction depends on. So we intervene.
-# **Hide**: no query may attend to the decisive word: its score is masked before the softmax,
-# as padding is, so the word's weight goes to the other tokens. The word stays in the sentence:
-# its own vector still travels through the residual connection and the feed-forward layer into
-# the mean. **Remove**: replace the word by padding, so it is gone from every path.
-
-# %% slideshow={"slide_type": "skip"}
-def flip_table(predictions, base):
-    """Print the accuracy of each set of predictions and the share of each class's predictions
-    that differ from `base`; return those shares."""
-    print(f"{'':24} {'accuracy':>8}   flipped: {LABELS[0]:>8} {LABELS[1]:>8}")
-    flips = {}
-    for name, p in predictions.items():
-        flips[name] = [(p != base)[y_test == c].double().mean().item() for c in (0, 1)]
-        print(f"{name:24} {fmt((p == y_test).double().mean(), 3, guard=False):>8}            "
-              + " ".join(f"{fmt(f, 3, guard=False):>8}" for f in flips[name]))
-    return flips
-
+# Head 3 reads the decisive word most, at about twice the uniform level; head 0 reads the first
+# sentiment word, at more than twice it. "But" gets less than 1.5 × uniform from every head.
+# Which queries do the reading? The rows of the two sentiment words:
 
 # %%
 rows = torch.arange(len(y_test))
-attend = torch.ones_like(x_test, dtype=torch.bool)  # (400, T)
-attend[rows, pos_test] = False  # nobody may attend to the decisive word
-x_removed = x_test.clone()
-x_removed[rows, pos_test] = vocab.PAD  # the decisive word is gone
-base = model.predict_proba(x_test).argmax(-1)  # (400,)
-predictions = {"as is": base, "hidden from attention": model.predict_proba(x_test, attend).argmax(-1),
-               "removed": model.predict_proba(x_removed).argmax(-1)}
-flips = flip_table(predictions, base)
-said_positive = (predictions["removed"] == 1).double().mean().item()
-print(f"with the word removed, the model says {LABELS[1]} for {fmt(said_positive, 3, guard=False)} "
-      f"of the {len(y_test)} test reviews")
-hidden, removed = flips["hidden from attention"], flips["removed"]
-assert hidden[0] > 0.8 and hidden[0] > removed[0] - 0.1, "hiding the negative word flips most"
-assert max(hidden[1], removed[1]) < 0.1 and said_positive > 0.9, "positive reviews hardly move"
+readers = {"first word": first, "decisive word": pos_test}
+print(f"{'query -> key':30} " + " ".join(f"{f'head {h}':>7}" for h in range(4)))
+for q_name, q in readers.items():
+    for k_name, k in readers.items():
+        share = weights[rows, :, q, k].mean(0)  # (H,)   mean weight query q puts on key k
+        print(f"{q_name + ' -> ' + k_name:30} " + " ".join(f"{fmt(v, 2):>7}" for v in share))
+
+# %% tags=["remove-cell"]
+share = {(a, b): weights[rows, :, readers[a], readers[b]].mean(0) for a in readers for b in readers}
+assert share[("decisive word", "first word")][0] > 0.3  # head 0: the decisive word reads the first
+assert share[("first word", "decisive word")][3] > 0.3  # head 3: the first word reads the decisive
+assert min(share[("first word", "first word")][1], share[("decisive word", "decisive word")][1]) > 0.3
 
 # %% [markdown]
-# Hiding the negative word from attention flips most negative reviews, about as many as removing
-# it: the word's own vector still reaches the mean through the residual path, yet it acts mostly
-# through attention. Positive reviews hardly move, whether their word is hidden or removed: with
-# the decisive word gone, this model answers positive for almost all of the test reviews. That is
-# a measurement on these reviews, made of filler words seen in training, not a rule for any
-# input: notebook 06 tries reviews of words the model never saw.
+# Each sentiment word reads the other: in head 0 the decisive word reads the first word, in
+# head 3 the first word reads the decisive one. Head 1 does something else: each sentiment word
+# reads itself. After the block, each sentiment word's vector holds both words, and its own
+# position tells which came first.
 
 # %% [markdown]
-# ### Zero after the softmax instead of masking before it
+# ## One head at a time
 #
-# Masking before the softmax hands the word's weight to the other tokens: each row still sums
-# to 1. Zeroing the word's column *after* the softmax throws that weight away: the rows sum to
-# less than 1. Write the edit; `logits_by_hand` applies it inside the block.
+# The scores say where the weight goes; uniform weights for a single head say whether the
+# model needs it. `attnlab.uniform_attention(module, heads=[h])` makes only head h uniform.
+
+# %% slideshow={"slide_type": "subslide"}
+needed = {}
+for h in range(RECIPE["n_heads"]):
+    with attnlab.uniform_attention(block.attn, heads=[h]):
+        needed[h] = evaluate(model, x_test, y_test)[1]
+print("test accuracy with one head made uniform:",
+      "  ".join(f"head {h}: {fmt(a, 3)}" for h, a in needed.items()))
+
+# %% tags=["remove-cell"]
+assert needed[0] < 0.6 and 0.75 < needed[3] < 0.95 and min(needed[1], needed[2]) > 0.97
+
+# %% [markdown]
+# Head 0 alone carries the decision: uniform, it leaves the model at chance. Head 3 matters
+# less, and heads 1 and 2, the self-reading head among them, can be uniform at almost no cost.
+# A heatmap of head 1 would have looked as structured as any; only the ablation tells it apart.
+
+# %% [markdown]
+# ## Hide a word, or zero what it gives
+#
+# Two ways to take a word out of attention, for the words head 0 and head 3 read:
+#
+# - **hide** it: no query may attend to it; its score is masked before the softmax, as padding
+#   is, so its weight goes to the other tokens. (`model.predict_proba(x, attend)` takes a
+#   (B, T) mask of the tokens queries may read.)
+# - **zero its column after the softmax**: every query's weight on it becomes 0 and nobody gets
+#   that weight; the rows now sum to less than 1. That is the same as zeroing the word's value
+#   vector: what the word gives through attention is its value.
+#
+# Either way the word stays in the review: its own vector still passes through the residual
+# connection and the feed-forward layer into the mean. Write the column edit:
 
 # %%
 def my_zero_column(weights, pos):
-    """weights (B, H, T, T); pos (B,) the decisive word's index in each review. Returns a copy
-    in which every query's weight on key pos[b] is 0, all other weights unchanged."""
+    """weights (B, H, T, T); pos (B,) a word's index in each review. Returns a copy in which
+    every query's weight on key pos[b] is 0, all other weights unchanged."""
     ### BEGIN SOLUTION
     other = torch.arange(weights.shape[-1]) != pos[:, None]  # (B, T)   False at the word
     return weights * other[:, None, None, :].to(weights.dtype)  # (B, H, T, T)
@@ -387,42 +424,159 @@ def my_zero_column(weights, pos):
 zero_column = ex03.zero_column(my_zero_column)
 
 # %% [markdown]
-# **Predict first.** Hiding the word (masking before the softmax) flipped the share of negative
-# reviews printed above. What share flips when its column is zeroed after the softmax instead?
+# <details><summary>Hint 1</summary>
+#
+# Review b's word is key `pos[b]`: which slice of `weights` holds every query's weight on it?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Build a (B, T) 0/1 tensor that is 0 only at each review's word, give it axes so it lines up
+# with the key axis, and multiply. No renormalising.
+# </details>
+#
+# The edit goes inside attention, between the softmax and the values, so the next cell runs
+# the block with it (`edited_logits`; it is your `my_encode` with one line added).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: masking the decisive word before the softmax flipped most
-# negative reviews. Zeroing its column after the softmax removes the same word from every row
-# but does not hand its weight to the other tokens. More flips, fewer, or about the same?
+# %% slideshow={"slide_type": "skip"}
+def edited_logits(model, x, edit):
+    """The class scores (B, 2) with `edit` applied to the weights between softmax and values."""
+    block = model.blocks[0]
+    attn = block.attn
+    h = model.embed(x)  # (B, T, d)
+    q, k, v = attn.project(h)  # (B, H, T, D) each
+    _, w = attnlab.scaled_dot_product_attention(q, k, v, (x != vocab.PAD)[:, None, None, :])
+    a = attn.out(attnlab.attention.merge_heads(edit(w) @ v))  # (B, T, d)   the edited weights
+    h = block.norm1(h + a)  # x = LayerNorm(x + MHA(x))
+    h = block.norm2(h + block.ff(h))  # x = LayerNorm(x + FFN(x))
+    real = (x != vocab.PAD).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
+    return model.head((h * real).sum(1) / real.sum(1))  # (B, 2)
+
+
+# %% [markdown]
+# **Predict first.** Hiding the first sentiment word drops the accuracy to the value the next
+# cell prints first. What accuracy is left when its column is zeroed after the softmax instead?
 
 # %%
-guess = ...  # your prediction: the share of negative reviews that flip, between 0 and 1
+def hidden_accuracy(where):
+    attend = torch.ones_like(x_test, dtype=torch.bool)  # (400, T)
+    attend[rows, where] = False  # no query may attend to this word
+    return (model.predict_proba(x_test, attend).argmax(-1) == y_test).double().mean().item()
+
+
+print(f"hide the first word: accuracy {fmt(hidden_accuracy(first), 3)}")
+
+# %%
+guess = ...  # your prediction: the accuracy with the first word's column zeroed
 ### BEGIN SOLUTION
-guess = 0.9
+guess = 0.6
 ### END SOLUTION
 
 # %%
 with torch.no_grad():
-    zeroed = logits_by_hand(model, x_test, edit=lambda w: zero_column(w, pos_test)).argmax(-1)
-flips = flip_table({**predictions, "zeroed after softmax": zeroed}, base)
-zeroed_flips = flips["zeroed after softmax"][0]
-ex03.flips_after_zeroing(guess, zeroed_flips)
-assert abs(zeroed_flips - flips["hidden from attention"][0]) < 0.1
+    zeroed = {name: (edited_logits(model, x_test, lambda w, p=where: zero_column(w, p))
+                     .argmax(-1) == y_test).double().mean().item()
+              for name, where in (("first word", first), ("decisive word", pos_test), ("but", but))}
+hidden = {name: hidden_accuracy(where)
+          for name, where in (("first word", first), ("decisive word", pos_test), ("but", but))}
+print(f"{'':14} {'hidden':>8} {'zeroed':>8}   (test accuracy, {fmt(accuracy, 3)} untouched)")
+for name in hidden:
+    print(f"{name:14} {fmt(hidden[name], 3):>8} {fmt(zeroed[name], 3):>8}")
+ex03.zeroed_accuracy(guess, zeroed["first word"])
+
+# %% tags=["remove-cell"]
+with torch.no_grad():  # the by-hand block with no edit is the model itself
+    assert torch.allclose(edited_logits(model, x_test, lambda w: w), model(x_test), atol=1e-12)
+for name in hidden:
+    assert abs(hidden[name] - zeroed[name]) < 0.05, name
+assert hidden["first word"] < 0.7 and hidden["decisive word"] < 0.92 and hidden["but"] > 0.97
 
 # %% [markdown]
-# Zeroing after the softmax flips about as many negative reviews as masking before it: what
-# matters is that no query reads the word, not where its weight goes.
+# For each word the two interventions agree within 0.05. Taking the first word out of attention
+# costs the most; the decisive word less (its own vector still reaches the mean); "but" almost
+# nothing: the model never needed it. In these reviews "but" always stands between the two
+# words, so their order alone decides, and the model learned the order.
+#
+# That the two interventions agree says something about these words: what they receive, they
+# also give. Notebook 06 meets a token where the two disagree completely, [CLS] in a
+# pre-trained model, which receives much weight and gives little: weight on a token is not
+# information from it, and the two interventions tell them apart.
+
+# %% [markdown]
+# ## Post-norm or pre-norm, and the warm-up
+#
+# Our block normalises after each residual addition (post-norm), as the original Transformer
+# did; it also trained with a **warm-up**, a learning rate that starts small and rises over
+# the first steps. Most later models normalise each part's input instead (pre-norm:
+# `x + MHA(LayerNorm(x))`), which leaves the residual path free of normalisation. A measurement
+# shows why: two blocks, a learning rate of 0.03 (ten times the recipe's), 6 epochs, with and
+# without a warm-up over the first 50 steps, two seeds each.
+
+# %%
+def six_epochs(norm, warmup, seed):
+    """Test accuracy after each of 6 epochs of a 2-block model at learning rate 0.03."""
+    torch.manual_seed(seed)
+    net = TinyTransformer(len(vocab), n_layers=2, norm=norm, dtype=torch.float64)
+    history = fit_classifier(net, x_train, y_train, x_test, y_test, epochs=6, lr=0.03,
+                             seed=seed, warmup=warmup)
+    return history["test_acc"]
+
+
+variants = {("post", 0): "post-norm", ("post", 50): "post-norm + warm-up",
+            ("pre", 0): "pre-norm", ("pre", 50): "pre-norm + warm-up"}
+curves = {name: [six_epochs(norm, warmup, seed) for seed in (0, 1)]
+          for (norm, warmup), name in variants.items()}
+
+
+def verdict(curve):
+    """What a run did, in words that do not hang on a last digit (training at this learning
+    rate is chaotic: the exact accuracies differ from one CPU to another)."""
+    best = max(curve)
+    return "learned (best ≥ 0.75)" if best >= 0.75 else "at chance" if best < 0.6 else "partly"
+
+
+print(f"{'':22} {'seed 0':24} {'seed 1':24}")
+for name, runs in curves.items():
+    print(f"{name:22} " + " ".join(f"{verdict(r):24}" for r in runs))
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(8, 3.8))
+for (name, runs), style in zip(curves.items(), ("o-", "s--", "^-", "v--")):
+    for seed, run in enumerate(runs):
+        ax.plot(range(1, 7), run, style, color=f"C{list(curves).index(name)}", alpha=0.8,
+                label=name if seed == 0 else None)
+ax.axhline(0.5, color="gray", linestyle=":", label="chance")
+ax.set(xlabel="epoch", ylabel="test accuracy", ylim=(0.4, 1.02),
+       title="2 blocks, learning rate 0.03, seeds 0 and 1")
+ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+ax.grid(alpha=0.3)
+fig.tight_layout()
+plt.show()
+
+# %% tags=["remove-cell"]
+assert all(verdict(r) == "at chance" for r in curves["post-norm"])
+assert all(verdict(r).startswith("learned") for name in list(variants.values())[1:]
+           for r in curves[name])
+
+# %% [markdown]
+# At this learning rate the post-norm model without warm-up never leaves chance, with either
+# seed; with the warm-up it learns. Both pre-norm models learn, with or without the warm-up.
+# Two seeds of one small model are not a law, but they show what Xiong et al. (2020) analyse:
+# a post-norm block's gradients are largest at the start of training, and the warm-up keeps
+# its first steps small; pre-norm does not depend on it.
 
 # %% [markdown]
 # ## What we learned
 #
-# - A one-block Transformer encoder is a dozen lines around notebook 01's attention: the padding
-#   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam
-#   train it to a test accuracy of 1.000.
-# - Its heads' average map points at the decisive word in almost every negative review and
-#   hardly any positive one, yet it gets both classes right: a hit rate tells where the weights
-#   go, not what the prediction depends on.
-# - Interventions answer the second question: hiding the negative word from attention flips most
-#   negative reviews, as zeroing its weights after the softmax does; positive reviews hardly move
-#   even when their word is removed.
+# - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
+#   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
+#   it to the test accuracy printed above on reviews a bag of words cannot solve.
+# - Before reading attention, take it away: with uniform weights this model falls to chance, so
+#   its weights carry its decisions.
+# - Scored against the uniform level, each sentiment word reads the other: head 0 the first
+#   word (more than twice uniform), head 3 the decisive word (about twice). Made uniform one at a
+#   time, head 0 is the one the model cannot do without; a self-reading head can go.
+# - Hiding a word and zeroing its value agree for these words; "but" can go at no cost, because
+#   the order of the two words already decides.
+# - At a high learning rate, post-norm needed a warm-up to learn at all; pre-norm learned with
+#   or without it.
 # - Notebook 04 asks what the position vectors contributed to all this.

@@ -61,8 +61,62 @@ def test_zero_column(capsys, answers, mark, words):
     expect(capsys, ex03.zero_column, answers, mark, words)
 
 
-def test_flips_after_zeroing(capsys):
-    expect(capsys, ex03.flips_after_zeroing, [0.9, torch.tensor(0.85)], "✓",
-           "; measured 0.936. Masking before the softmax gives", 0.936)
-    expect(capsys, ex03.flips_after_zeroing, [0.5, 0.0], "✗",
-           "more than 0.1 apart). Hint: Masking before the softmax", 0.936)
+def test_zeroed_accuracy(capsys):
+    expect(capsys, ex03.zeroed_accuracy, [0.6, torch.tensor(0.55)], "✓",
+           "; measured 0.610. Masking before the softmax gives", 0.61)
+    expect(capsys, ex03.zeroed_accuracy, [0.95], "✗", "more than 0.1 apart). Hint:", 0.61)
+
+
+def test_uniform_accuracy(capsys):
+    expect(capsys, ex03.uniform_accuracy, [0.5], "✓", "measured 0.477", 0.4775)
+    expect(capsys, ex03.uniform_accuracy, [0.9], "✗", "more than 0.1 apart", 0.4775)
+
+
+# --- implement: the encoder block -------------------------------------------------------------
+
+def right_encode(model, x):
+    block = model.blocks[0]
+    mask = (x != 0)[:, None, None, :]
+    h = model.embed(x)
+    a, w = block.attn(h, mask)
+    h = block.norm1(h + a)
+    return block.norm2(h + block.ff(h)), w
+
+
+def no_mask(model, x):
+    block, h = model.blocks[0], model.embed(x)
+    a, w = block.attn(h)
+    h = block.norm1(h + a)
+    return block.norm2(h + block.ff(h)), w
+
+
+def query_side(model, x):
+    block, h = model.blocks[0], model.embed(x)
+    a, w = block.attn(h, (x != 0)[:, None, :, None])
+    h = block.norm1(h + a)
+    return block.norm2(h + block.ff(h)), w
+
+
+def no_residual(model, x):
+    block, h = model.blocks[0], model.embed(x)
+    a, w = block.attn(h, (x != 0)[:, None, None, :])
+    return block.norm2(block.ff(block.norm1(a))), w
+
+
+def pre_norm(model, x):
+    block, h = model.blocks[0], model.embed(x)
+    a, w = block.attn(block.norm1(h), (x != 0)[:, None, None, :])
+    h = h + a
+    return h + block.ff(block.norm2(h)), w
+
+
+@pytest.mark.parametrize("answer, mark, words", [
+    (right_encode, "✓", "your block is the model's encode"),
+    (no_mask, "✗", "the padding mask is missing"),
+    (query_side, "✗", "the padding mask is on the query side"),
+    (no_residual, "✗", "the residual connections are missing"),
+    (pre_norm, "✗", "this is pre-norm"),
+    (lambda m, x: right_encode(m, x)[0], "✗", "should return a tuple of 2 tensors"),
+])
+def test_encode(capsys, answer, mark, words):
+    expect(capsys, ex03.encode, [answer], mark, words, *ex03._example_model())
