@@ -122,8 +122,8 @@ class StudentCell(_StudentItem):
         cell = notebook.executed.cells[self.index]
         diff = student.compare_cell(notebook.full.cells[self.full_index], cell, SANITIZE_RULES)
         if diff is not None:
-            raise CellMismatch(str(student.Mismatch(self.index, self.full_index,
-                                                    student.first_line(cell), diff)))
+            raise CellMismatch(f"cell {self.index} (full edition cell {self.full_index}): "
+                               f"{student.first_line(cell)!r}\n{diff}")
 
 
 class StudentEditionPlugin:

@@ -15,8 +15,8 @@ that jupytext keeps paired with NN_name.py) this writes notebooks/student/NN_nam
 
 Every other cell keeps its source, its tags and slideshow metadata, and its cell id: a student
 cell has the id of the full-edition cell it comes from, so `make test` can execute the student
-edition and compare its outputs with the full edition's, cell by cell (`compare`). Nothing is
-executed here; building all the notebooks takes about a second.
+edition and compare its outputs with the full edition's, cell by cell (`compare_cell`, run by
+tests/conftest.py). Nothing is executed here; building all the notebooks takes about a second.
 
     python -m attnlab.classroom.student          # every notebook
     python -m attnlab.classroom.student 03 05    # by NN prefix or name
@@ -28,7 +28,6 @@ import copy
 import difflib
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -183,20 +182,6 @@ def text_lines(cell, sanitize: list[tuple[str, str]] = ()) -> list[str]:
     return chunks
 
 
-@dataclass
-class Mismatch:
-    """A student cell whose outputs differ from its full-edition cell's."""
-
-    index: int           # the student cell's index
-    full_index: int      # the full-edition cell's index
-    first_line: str      # the cell's first source line
-    diff: str            # expected (-) against the student run (+), as nbval shows it
-
-    def __str__(self) -> str:
-        return (f"cell {self.index} (full edition cell {self.full_index}): "
-                f"{self.first_line!r}\n{self.diff}")
-
-
 def is_exercise(full_cell) -> bool:
     """A cell in which the student's work shows: its full-edition output has a `✓ ` line, or its
     source holds a solution region."""
@@ -247,18 +232,8 @@ def compared_cells(full, student) -> list[tuple[int, int]]:
 
 
 def first_line(cell) -> str:
+    """A cell's first line that is not blank: how a failure names the cell."""
     return next((line for line in cell.source.split("\n") if line.strip()), "")
-
-
-def compare(full, student, sanitize=()) -> list[Mismatch]:
-    """Every compared cell (`compared_cells`) of the executed student notebook whose outputs
-    differ from the full edition's (`compare_cell`), in cell order."""
-    found = []
-    for i, j in compared_cells(full, student):
-        diff = compare_cell(full.cells[j], student.cells[i], sanitize)
-        if diff is not None:
-            found.append(Mismatch(i, j, first_line(student.cells[i]), diff))
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
