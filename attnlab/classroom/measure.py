@@ -1,10 +1,10 @@
 """What a projector shows: every slide of the built decks measured in Chromium.
 
-A slide is what an instructor shows on a projector (DESIGN.md, "Slides"): it fits the 1280x720
-canvas without scrolling, and each figure on it fills the width it is given and its smallest text
-is at least 14 px tall there. reveal.js lays every slide out at the configured size and scales
-the whole canvas to the screen, so everything here is measured in canvas pixels, where that
-scale does not enter.
+A slide is what an instructor shows on a projector (CONTRIBUTING.md, "Slides and figures"): it
+fits the 1280x720 canvas without scrolling, and each figure on it fills the width it is given
+and its smallest text is at least 14 px tall there. reveal.js lays every slide out at the
+configured size and scales the whole canvas to the screen, so everything here is measured in
+canvas pixels, where that scale does not enter.
 
     python -m attnlab.classroom.measure [NN ...] [--screenshots DIR]
 
