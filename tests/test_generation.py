@@ -99,7 +99,9 @@ def test_training_runs_through_the_one_loop_and_recipes_are_checked():
     assert len(losses) == 3 and not model.training and model.causal
     assert next(model.parameters()).dtype == G.DTYPE
     result = G.evaluate_sorter(model, G.sort_task(10, seed=9))
-    assert set(result) == {"loss", "teacher_forced", "generated", "future"}
+    assert set(result) == {"loss", "loss_random", "loss_rest", "teacher_forced", "generated",
+                           "future"}
+    assert math.isclose(result["loss"], (6 * result["loss_random"] + 7 * result["loss_rest"]) / 13)
     assert result["future"] == 0
     model, losses = G.train_reverser(steps=2, batch_size=8)
     assert len(losses) == 2 and isinstance(model, EncoderDecoder)
@@ -107,3 +109,60 @@ def test_training_runs_through_the_one_loop_and_recipes_are_checked():
         G.train_sorter(epochs=3)
     with pytest.raises(ValueError, match="lr"):
         G.train_reverser(lr=0.0)
+
+
+def test_filter_logits_is_what_sample_next_draws_from():
+    kept = G.filter_logits(LOGITS, top_k=2)
+    assert torch.isinf(kept).sum().item() == 4 and torch.equal(kept[:, :2].isinf(),
+                                                                torch.tensor([[False, False],
+                                                                              [True, True]]))
+    # top-p 0.7: the nucleus is the two most likely tokens (0.5 + 0.3 reaches 0.7)
+    assert torch.equal(G.filter_logits(LOGITS, top_p=0.7)[0].isfinite(),
+                       torch.tensor([True, True, False, False]))
+    assert torch.equal(G.filter_logits(LOGITS), LOGITS)  # nothing asked, nothing dropped
+    with pytest.raises(ValueError, match="top_p"):
+        G.filter_logits(LOGITS, top_p=0.0)
+
+
+def sorter_like(seed=0):
+    torch.manual_seed(seed)
+    return DecoderOnly(G.VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
+
+
+def test_beam_search_of_width_one_is_greedy():
+    model, prompt = sorter_like(), G.sort_task(6, seed=2)[:, :G.LENGTH + 2]
+    seqs, logp = G.beam_search(model, prompt, G.LENGTH, 1)
+    assert seqs.shape == (6, 1, 2 * G.LENGTH + 2) and logp.shape == (6, 1)
+    assert torch.equal(seqs[:, 0], G.generate(model, prompt, G.LENGTH))
+    torch.manual_seed(0)
+    pair = EncoderDecoder(10, G.VOCAB, 16, 1, 32, dtype=torch.float64).eval()
+    src, tgt = G.reverse_task(4, seed=0)
+    seqs, _ = G.beam_search(pair, tgt[:, :1], G.LENGTH, 1, source=src)
+    assert torch.equal(seqs[:, 0], G.generate(pair, tgt[:, :1], G.LENGTH, source=src))
+
+
+def test_beam_search_reports_true_log_probabilities_at_least_greedys():
+    model, prompt = sorter_like(1), G.sort_task(40, seed=3)[:, :G.LENGTH + 2]
+    start = prompt.shape[1]
+    greedy = G.sequence_logprob(model, G.generate(model, prompt, G.LENGTH), start)  # (40,)
+    seqs, logp = G.beam_search(model, prompt, G.LENGTH, 4)  # (40, 4, T), (40, 4)
+    recomputed = G.sequence_logprob(model, seqs.flatten(0, 1), start).view(40, 4)
+    torch.testing.assert_close(logp, recomputed, rtol=0, atol=1e-10)
+    assert (logp[:, 0] >= greedy - 1e-10).all()  # (not promised in general; true here)
+    assert (logp[:, :-1] >= logp[:, 1:]).all()  # best first
+    assert all(len(torch.unique(s, dim=0)) == 4 for s in seqs)  # four different sequences
+
+
+def test_a_beam_as_wide_as_every_sequence_finds_the_most_likely_one():
+    model, prompt = sorter_like(2), G.sort_task(3, seed=4)[:, :G.LENGTH + 2]
+    seqs, logp = G.beam_search(model, prompt, 2, G.VOCAB ** 2)
+    every = torch.cartesian_prod(torch.arange(G.VOCAB), torch.arange(G.VOCAB))  # (144, 2)
+    for b in range(3):
+        full = torch.cat([prompt[b].expand(len(every), -1), every], dim=1)  # (144, T0 + 2)
+        best = G.sequence_logprob(model, full, prompt.shape[1]).max()
+        torch.testing.assert_close(logp[b, 0], best, rtol=0, atol=1e-10)
+
+
+def test_distinct_outputs_counts_different_sequences_per_prompt():
+    samples = torch.tensor([[[1, 2], [1, 2], [2, 1]], [[0, 0], [0, 0], [0, 0]]])  # (2, 3, 2)
+    assert G.distinct_outputs(samples).tolist() == [2, 1]
