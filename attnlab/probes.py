@@ -14,8 +14,8 @@ from contextlib import contextmanager
 import torch
 
 from . import attention
-from .attention import MultiHeadAttention, causal_mask
-from .checks import check_tensor
+from .attention import MultiHeadAttention, as_bool_mask, causal_mask
+from .checks import check_choice, check_int, check_tensor
 
 
 @contextmanager
@@ -50,6 +50,54 @@ def uniform_attention(*modules: MultiHeadAttention,
         attention._uniform = previous[0]
         for m, before in zip(modules, previous[1]):
             m.uniform_heads = before
+
+
+@contextmanager
+def hide_key(*modules: MultiHeadAttention, position: int, how: str = "mask") -> Iterator[None]:
+    """Within the block, one key position is taken out of the given attention layers: the test
+    of what the weight a token receives does (an *attention sink*: notebooks 06 and 07).
+
+    how="mask": no query may attend to key `position` (as if it were padding), so the weight it
+    received is shared out over the other keys; a query with no other key reads nothing.
+    how="value": the weights stay, but the key's value vector is zero, so what a head takes from
+    it is nothing. A token that receives much weight yet carries little changes nothing under
+    "value" and much under "mask". `position` counts from the start of the keys (negative: from
+    the end); the token stays a query either way.
+    """
+    for module in modules:
+        if not isinstance(module, MultiHeadAttention):
+            raise TypeError(f"modules must be MultiHeadAttention layers (e.g. "
+                            f"model.blocks[0].self_attn), got {type(module).__name__}")
+    if not modules:
+        raise ValueError("hide_key needs the MultiHeadAttention layers to change")
+    position = check_int("position", position)
+    check_choice("how", how, ("mask", "value"))
+
+    def mask_key(module, args, kwargs):  # MultiHeadAttention.forward(x, mask=None, context=None)
+        args, kwargs = list(args), dict(kwargs)
+        x = args[0] if args else kwargs["x"]
+        context = args[2] if len(args) > 2 else kwargs.get("context")
+        keys = torch.ones(1, (x if context is None else context).shape[1], dtype=torch.bool,
+                          device=x.device)  # (1, S)   every query alike
+        keys[:, position] = False
+        mask = args[1] if len(args) > 1 else kwargs.get("mask")
+        mask = keys if mask is None else as_bool_mask(mask) & keys  # (..., T, S)
+        if len(args) > 1:
+            args[1] = mask
+        else:
+            kwargs["mask"] = mask
+        return tuple(args), kwargs
+
+    def zero_value(module, inputs, v):  # v (B, S, H_kv * D): the values before the head split
+        return v.index_fill(1, torch.tensor([position % v.shape[1]], device=v.device), 0.0)
+
+    hooks = [m.register_forward_pre_hook(mask_key, with_kwargs=True) if how == "mask"
+             else m.v.register_forward_hook(zero_value) for m in modules]
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 def attention_received(weights: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
@@ -87,6 +135,44 @@ def target_scores(weights: torch.Tensor, real: torch.Tensor, target: torch.Tenso
             "times_uniform": (on_target * n_real[:, None]).mean(0),
             "hit_rate": (received.argmax(-1) == target[:, None]).to(weights.dtype).mean(0),
             "base_rate": float((1.0 / n_real).mean())}
+
+
+@torch.no_grad()
+def pointing_scores(weights: torch.Tensor, targets: torch.Tensor,
+                    candidates: torch.Tensor) -> dict:
+    """How strongly each head points at the keys a query needs, against an even spread.
+
+    weights (B, H, T, S); targets (B, T, S) bool: the keys each query should read (several when
+    the needed token occurs more than once); candidates (B, T, S) bool: the keys it chooses
+    among, targets included. Only queries with at least one target count. Returns per head (H,):
+    `times_even`: the weight on the targets as a share of the weight on the candidates, divided
+    by the share an even spread over the candidates would give them (1.0 = no preference);
+    `hit_rate`: how often the candidate with the most weight is a target; and `base_rate`, a
+    float: the hit rate of a head that picks a random candidate. An average heatmap cannot show
+    this when the needed key sits at another position in every sequence.
+    """
+    check_tensor("weights", weights, min_dim=4)
+    B, H, T, S = weights.shape
+    for name, t in (("targets", targets), ("candidates", candidates)):
+        check_tensor(name, t)
+        if t.shape != (B, T, S) or t.dtype != torch.bool:
+            raise ValueError(f"{name} must be a bool tensor of shape (B, T, S) = {(B, T, S)}, "
+                             f"got {t.dtype} of shape {tuple(t.shape)}")
+    targets = targets & candidates
+    used = targets.any(-1)  # (B, T)   queries that need something
+    if not bool(used.any()):
+        raise ValueError("targets hold no key at all: no query to score")
+    tgt, cand = targets[:, None].to(weights.dtype), candidates[:, None].to(weights.dtype)
+    share = (weights * tgt).sum(-1) / (weights * cand).sum(-1).clamp(min=1e-300)  # (B, H, T)
+    even = tgt.sum(-1) / cand.sum(-1).clamp(min=1.0)  # (B, 1, T)   what an even spread gives
+    top = (weights * cand - 2.0 * (1.0 - cand)).argmax(-1, keepdim=True)  # (B, H, T, 1)
+    hit = tgt.expand(B, H, T, S).gather(-1, top)[..., 0]  # (B, H, T)   1.0: a target
+    keep = used[:, None]  # (B, 1, T)
+    n = used.sum().to(weights.dtype)
+    ratio = torch.where(keep, share / even.clamp(min=1e-300), 0.0)  # (B, H, T)
+    return {"times_even": ratio.sum((0, 2)) / n,
+            "hit_rate": torch.where(keep, hit, 0.0).sum((0, 2)) / n,
+            "base_rate": float(torch.where(keep, even, 0.0).sum() / n)}
 
 
 def future_share(weights: torch.Tensor) -> float:
