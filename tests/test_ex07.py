@@ -2,52 +2,12 @@
 (Hostile answers, for every check at once: tests/test_exercises.py.)"""
 import pytest
 import torch
+import torch.nn.functional as F
 from exercise_doubles import expect
 
 import attnlab
 from attnlab.exercises import ex07
-
-# --- causal_mask (implement) -------------------------------------------------------------------
-
-def by_comparison(T):
-    position = torch.arange(T)
-    return position[None, :] <= position[:, None]
-
-
-@pytest.mark.parametrize("answers, mark, words", [
-    ([by_comparison, lambda T: torch.ones(T, T, dtype=torch.bool).tril(),
-      lambda T: torch.ones(T, T).tril().bool()], "✓",
-     "causal_mask: matches attnlab's causal_mask for T = 1, 4, 7."),
-    ([lambda T: torch.ones(T, T, dtype=torch.bool).triu()], "✗", "the transpose"),  # the future
-    ([lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1)], "✗", "hides the diagonal"),
-    ([lambda T: torch.ones(T, T, dtype=torch.bool)], "✗", "has 6 of 16 entries wrong"),  # no mask
-    ([lambda T: torch.ones(T, T).tril()], "✗", "dtype torch.float32, expected torch.bool"),
-])
-def test_causal_mask(capsys, answers, mark, words):
-    got = expect(capsys, ex07.causal_mask, answers, mark, words)
-    assert got == (answers if mark == "✓" else [attnlab.causal_mask] * len(got))
-
-
-def test_unmasked_generation(capsys):
-    expect(capsys, ex07.unmasked_generation, [0.3, torch.tensor(0.5)], "✓",
-           "; measured 0.423. Trained with the answer in view", 0.4227)
-    # "it was perfect in training"; chance among ten digits
-    expect(capsys, ex07.unmasked_generation, [1.0, 0.1], "✗",
-           "more than 0.15 apart). Hint: Trained with the answer in view", 0.4227)
-
-
-def test_one_step_ahead(capsys):
-    (weights,) = ex07.one_step_ahead.exercise.args()  # (10, 2, 6, 6), pulled one step ahead
-    right = torch.diagonal(weights, offset=1, dim1=-2, dim2=-1).mean().item()
-    got = expect(capsys, ex07.one_step_ahead, [right, right + 0.004], "✓",
-                 "of the weight sits on the very token each position is asked to predict", weights)
-    assert got == [right, right + 0.004]
-    one_behind = torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1).mean().item()
-    on_itself = weights.diagonal(dim1=-2, dim2=-1).mean().item()
-    for got in expect(capsys, ex07.one_step_ahead, [one_behind, on_itself], "✗",
-                      "does not satisfy it yet", weights):
-        assert got == pytest.approx(right)
-
+from attnlab.generation import filter_logits
 
 # --- padding_and_causal (implement) ------------------------------------------------------------
 
@@ -85,3 +45,174 @@ def test_padding_and_causal(capsys, answers, mark, words):
     if mark == "✗":
         real = torch.tensor([[True, True, False]])
         assert torch.equal(got[0](real), both(real))  # the reference comes back
+
+
+# --- next_token_loss (implement) -----------------------------------------------------------------
+
+def flat(model, seqs):
+    logits = model(seqs[:, :-1])  # (B, T - 1, V)
+    return F.cross_entropy(logits.flatten(0, 1), seqs[:, 1:].flatten())
+
+
+def per_sequence(model, seqs):  # the mean of per-sequence means: the same for equal lengths
+    losses = F.cross_entropy(model(seqs[:, :-1]).transpose(1, 2), seqs[:, 1:], reduction="none")
+    return losses.mean(1).mean()
+
+
+def ce(logits, targets, reduction="mean"):
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction=reduction)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([flat, per_sequence,
+      lambda m, s: F.cross_entropy(m(s[:, :-1]).transpose(1, 2), s[:, 1:])], "✓",
+     "next_token_loss: your loss is attnlab's next_token_loss, on two batches of sequences."),
+    ([lambda m, s: ce(m(s[:, :-1]), s[:, :-1]), lambda m, s: ce(m(s), s)], "✗",
+     "the targets are not shifted"),
+    ([lambda m, s: ce(m(s[:, 1:]), s[:, :-1]), lambda m, s: ce(m(s[:, :-2]), s[:, 2:])], "✗",
+     "misaligned by one the other way"),
+    ([lambda m, s: ce(m(s[:, :-1]), s[:, 1:], "sum")], "✗", "the sum over every position"),
+    ([lambda m, s: ce(m(s[:, :-1]), s[:, 1:], "sum") / len(s)], "✗",
+     "sums over the positions of each sequence"),
+    ([lambda m, s: ce(m(s[:, :-1]), s[:, 1:], "sum") / (s.shape[1] - 1)], "✗",
+     "sums over the sequences"),
+    ([lambda m, s: ce(m(s[:, -2:-1]), s[:, -1:])], "✗", "your loss is"),  # no context at all
+    ([lambda m, s: ce(m(s[:, :-1])[:, -1:], s[:, -1:])], "✗", "only the last position"),
+    ([lambda m, s: flat(m, s).item()], "✗", "a Python number (.item()?)"),
+])
+def test_next_token_loss(capsys, answers, mark, words):
+    got = expect(capsys, ex07.next_token_loss, answers, mark, words)
+    assert got == (answers if mark == "✓" else [attnlab.generation.next_token_loss] * len(got))
+
+
+# --- top_p_filter (implement) --------------------------------------------------------------------
+
+def nucleus(logits, p):
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    ahead = probs.cumsum(-1) - probs
+    drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, ahead >= p)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def nucleus_by_loop(logits, p):  # row by row, token by token: slow but right
+    out = torch.full_like(logits, float("-inf"))
+    for row, probs in enumerate(torch.softmax(logits, dim=-1)):
+        total = 0.0
+        for token in probs.argsort(descending=True).tolist():
+            out[row, token] = logits[row, token]
+            total += probs[token].item()
+            if total >= p:
+                break
+    return out
+
+
+def in_place(logits, p):
+    logits[~torch.isfinite(nucleus(logits, p))] = float("-inf")
+    return logits
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([nucleus, nucleus_by_loop, lambda x, p: filter_logits(x, top_p=p)], "✓",
+     "top_p_filter: matches attnlab's filter_logits(top_p=p) on 3 batches of logits."),
+    ([lambda x, p: x.masked_fill(torch.zeros_like(x, dtype=torch.bool).scatter(
+          -1, x.argsort(-1, descending=True),
+          torch.softmax(x, -1).sort(-1, descending=True).values.cumsum(-1) > p), float("-inf"))],
+     "✗", "stops before the token that crosses p"),
+    ([lambda x, p: nucleus(x, p).sort(-1, descending=True).values], "✗", "in sorted order"),
+    ([lambda x, p: torch.where(torch.isinf(nucleus(x, p)), 0.0, x)], "✗", "logit 0"),
+    ([lambda x, p: torch.softmax(nucleus(x, p), -1)], "✗", "looks like probabilities"),
+    ([lambda x, p: x.clone()], "✗", "returns the logits unchanged"),
+    ([lambda x, p: nucleus(x, min(1.0, p + 0.3))], "✗", "keeps"),  # a larger nucleus
+    ([in_place], "✗", "changed the logits it was given (in place)"),
+])
+def test_top_p_filter(capsys, answers, mark, words):
+    got = expect(capsys, ex07.top_p_filter, answers, mark, words)
+    if mark == "✓":
+        assert got == answers
+
+
+def test_top_p_filter_names_logits_cumulated_and_an_ascending_sort(capsys):
+    def cumulate_logits(x, p):
+        values, order = x.sort(-1, descending=True)
+        drop = values.cumsum(-1) - values >= p
+        return x.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    def ascending(x, p):
+        probs, order = torch.softmax(x, -1).sort(-1)
+        drop = probs.cumsum(-1) - probs >= p
+        return x.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    expect(capsys, ex07.top_p_filter, [cumulate_logits], "✗", "adds up logits")
+    expect(capsys, ex07.top_p_filter, [ascending], "✗", "least likely tokens")
+
+
+# --- temperature (predict) -----------------------------------------------------------------------
+
+def test_temperature_predictions(capsys):
+    expect(capsys, ex07.temperature_accuracy, [[0.95, 0.1], (1.0, 0.3)], "✓",
+           "measured 1.000, 0.164. Dividing the logits by 0.1", [1.0, 0.164])
+    expect(capsys, ex07.temperature_accuracy, [[0.5, 0.1], [1.0, 0.5]], "✗",
+           "more than 0.15 apart", [1.0, 0.164])
+    expect(capsys, ex07.temperature_diversity, [[1, 9]], "✓", "measured 1.00, 10.00",
+           [1.0, 10.0])
+    expect(capsys, ex07.temperature_diversity, [[1, 5], [5, 10]], "✗", "more than 2 apart",
+           [1.0, 10.0])
+    expect(capsys, ex07.temperature_diversity, [[1, 5, 10]], "✗", "expected 2 numbers, got 3",
+           [1.0, 10.0])
+
+
+# --- decoder_block (implement) -------------------------------------------------------------------
+
+def written_out(block, x, context, mask):
+    a, _ = block.self_attn(x, mask)
+    x = block.norm1(x + a)
+    if context is not None:
+        c, _ = block.cross_attn(x, context=context)
+        x = block.norm2(x + c)
+    return block.norm3(x + block.ff(x))
+
+
+def without_residual(block, x, context, mask):
+    x = block.norm1(block.self_attn(x, mask)[0])
+    if context is not None:
+        x = block.norm2(block.cross_attn(x, context=context)[0])
+    return block.norm3(block.ff(x))
+
+
+def pre_norm(block, x, context, mask):
+    x = x + block.self_attn(block.norm1(x), mask)[0]
+    if context is not None:
+        x = x + block.cross_attn(block.norm2(x), context=context)[0]
+    return x + block.ff(block.norm3(x))
+
+
+def swapped_cross(block, x, context, mask):
+    x = block.norm1(x + block.self_attn(x, mask)[0])
+    if context is not None:
+        x = block.norm2(context + block.cross_attn(context, context=x)[0])
+    return block.norm3(x + block.ff(x))
+
+
+def cross_first(block, x, context, mask):
+    if context is not None:
+        x = block.norm2(x + block.cross_attn(x, context=context)[0])
+    x = block.norm1(x + block.self_attn(x, mask)[0])
+    return block.norm3(x + block.ff(x))
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([written_out, lambda b, x, c, m: b(x, c, mask=m)[0]], "✓",
+     "decoder_block: your block is attnlab's DecoderBlock, with and without cross-attention."),
+    ([without_residual], "✗", "the residual connections are missing"),
+    ([pre_norm], "✗", "this is pre-norm"),
+    ([lambda b, x, c, m: written_out(b, x, c, None)], "✗", "your self-attention has no mask"),
+    ([lambda b, x, c, m: written_out(b, x, None, m)], "✗", "the cross-attention is missing"),
+    ([cross_first], "✗", "cross-attention comes before self-attention"),
+    ([swapped_cross], "✗", "the queries come from x (the target)"),
+    ([lambda b, x, c, m: b(x, c, mask=m)], "✗", "return only the new x"),
+    ([lambda b, x, c, m: written_out(b, x, c, m) + 1e-6], "✗", "differs from the reference"),
+])
+def test_decoder_block(capsys, answers, mark, words):
+    got = expect(capsys, ex07.decoder_block, answers, mark, words)
+    if mark == "✓":
+        assert got == answers
