@@ -12,45 +12,49 @@
 # The encoder of notebooks 03 and 04 reads a whole sentence at once. A *decoder* writes one: it
 # predicts the next token, appends it, and predicts again. That is how GPT-style models
 # generate text, and it needs one new line of attention, the *causal mask*. This notebook builds
-# the mask, measures what leaks without it, lets a decoder read another sequence through
-# *cross-attention*, and writes the loop that generates.
+# the masks, trains a decoder and measures what leaks without the mask, checks that the decoder
+# needs its attention before reading it, lets a decoder read another sequence through
+# *cross-attention*, and compares the ways of turning next-token scores into text.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - what the causal mask is, and to build it yourself in one line;
-# - what leaks without it: a model that looks perfect while it trains yet cannot write, measured;
-# - greedy decoding: the loop that turns a next-token model into a generator, and sampling with
-#   a temperature;
-# - cross-attention: queries from the text being written, keys and values from the text being
-#   read, and the alignment it learns.
+# - the causal mask, and one mask for padding and the future together, built yourself;
+# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask: a
+#   model that looks perfect while it trains yet cannot write, measured;
+# - whether the decoder needs its attention, where it looks, and the token it "rests" on,
+#   tested as notebook 06 tested MiniLM's `[CLS]`;
+# - greedy decoding, beam search and sampling (temperature, top-k, top-p), compared by the
+#   probability of what they write, by accuracy and by the variety of their outputs;
+# - the decoder block with cross-attention, written out, and the alignment it learns.
 #
 # Assumes: notebook 01 (attention, masks, heads) and notebook 03 (an encoder block, trained
-# with Adam on a cross-entropy loss).
+# with Adam on a cross-entropy loss). Section 5 refers to notebook 06's `[CLS]` test.
 
 # %% slideshow={"slide_type": "skip"}
-import math
-
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 
 import attnlab
 from attnlab.exercises import ex07
 from attnlab.generation import (
-    BOS,
     LENGTH,
     SORT_RECIPE,
-    alignment_share,
+    beam_search,
+    distinct_outputs,
     evaluate_sorter,
     generate,
     loss_floor,
     reverse_task,
+    sequence_logprob,
     show,
     sort_task,
     train_reverser,
     train_sorter,
 )
 from attnlab.plots import attention_heatmap
+from attnlab.probes import alignment_share, hide_key, pointing_scores
 from attnlab.report import fmt
 
 attnlab.seed_everything(0)
@@ -64,46 +68,26 @@ attnlab.seed_everything(0)
 # 0, 1, …, t (itself and the past) and to nothing later. The *causal mask* says so: a (T, T)
 # table of True/False, row = query, column = key, True = may attend.
 #
-# **Your turn:** write `my_causal_mask(T)`, returning a bool tensor of shape (T, T) that is True
-# on and below the diagonal.
-#
-# <details><summary>Hint</summary>
-#
-# Entry (i, j) is True when j ≤ i. `torch.arange(T)` holds the positions; compare it, as a
-# column `[:, None]`, with itself as a row `[None, :]`. Or start from `torch.ones(T, T)` and
-# look up `torch.tril`.
-# </details>
-
-# %%
-def my_causal_mask(T):
-    ### BEGIN SOLUTION
-    position = torch.arange(T)  # (T,)
-    return position[None, :] <= position[:, None]  # (T, T)   key j <= query i
-    ### END SOLUTION
-
-
-causal_mask = ex07.causal_mask(my_causal_mask)  # your function if it is right, attnlab's otherwise
-print(causal_mask(4))
-
-# %% [markdown]
 # Before the softmax, every score the mask forbids becomes −∞; e^−∞ = 0, so a forbidden key gets
 # exactly zero weight and the others share all of it. That is the one line a decoder adds to
-# attention. Below it is written out on random queries and keys, and checked against attnlab.
+# attention, here on random queries and keys.
 
 # %%
 T, d_k = 6, 8
 g = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(T, d_k, generator=g) for _ in range(3))  # (T, d_k) each
-mask = causal_mask(T)  # (T, T)
-scores = q @ k.T / math.sqrt(d_k)  # (T, T)
+mask = attnlab.causal_mask(T)  # (T, T)   True where key j <= query i
+scores = q @ k.T / d_k ** 0.5  # (T, T)
 scores = scores.masked_fill(~mask, float("-inf"))  # the mask line: no score for the future
 weights = torch.softmax(scores, dim=-1)  # (T, T)   e^-inf = 0
-
-_, reference = attnlab.scaled_dot_product_attention(q, k, v, mask)  # (T, T)
-assert torch.allclose(weights, reference, atol=1e-6)
 future = ~mask
+print(mask)
 print(f"weights on future keys: {int((weights[future] == 0).sum())} of {int(future.sum())} "
-      f"are exactly 0; every row sums to {fmt(weights.sum(-1).min(), 3)}")
+      "are exactly 0")
+
+# %% tags=["remove-cell"]
+_, reference = attnlab.scaled_dot_product_attention(q, k, v, mask)
+assert torch.allclose(weights, reference, atol=1e-6)
 assert torch.all(weights[future] == 0) and torch.allclose(weights.sum(-1), torch.ones(T))
 
 # %% tags=["hide-input"]
@@ -111,14 +95,100 @@ fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
 labels = [str(t) for t in range(T)]
 attention_heatmap(mask.float(), labels, labels, ax=axes[0], cmap="Greys", annotate=False,
                   title="causal mask (black = may attend)")
-attention_heatmap(weights, labels, labels, ax=axes[1], title="weights of random scores")
+attention_heatmap(weights, labels, labels, ax=axes[1], annotate=False,
+                  title="weights of random scores")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Row 0 can only look at itself, so its one weight is 1.00; row 5 shares its weight among all
-# six. attnlab writes the most negative float instead of −∞, so that a query with no key at all
-# (possible with padding) gets zero weights instead of NaN.
+# Row 0 can only look at itself, so all its weight is on key 0; row 5 shares its weight among
+# all six keys.
+#
+# ### Padding and the future, one mask
+#
+# Sequences in a batch differ in length; to stack them into one tensor the short ones are filled
+# up with a padding token. A decoder that writes for several prompts at once pads them on the
+# *left*, so that every prompt ends in the last column, where its next token is read. Here are
+# three prompts of 6, 4 and 2 tokens; `real` is True where a position holds a real token.
+
+# %%
+real = torch.tensor([[1, 1, 1, 1, 1, 1],
+                     [0, 0, 1, 1, 1, 1],
+                     [0, 0, 0, 0, 1, 1]], dtype=torch.bool)  # (B, T)   left-padded
+B = real.shape[0]
+
+# %% [markdown]
+# The causal mask alone lets the second prompt's real tokens read the two padding positions
+# before them. A padding token must not be read by anyone, whatever its place.
+#
+# **Your turn:** write `my_padding_and_causal(real)`, one bool mask that is True where query i
+# may attend key j: key j is a real token **and** j ≤ i. It must broadcast to the scores of
+# multi-head attention, (B, H, T, T): batch, heads, queries, keys.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two conditions, both required: one is about the key alone, one about the pair (query, key).
+# Give each condition the axes it lives on, and let broadcasting line them up.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Index `real` so that it becomes (B, 1, 1, T), the key axis last; the causal part is a (T, T)
+# tensor. Combine them with the operator that is True only when both are.
+# </details>
+
+# %%
+def my_padding_and_causal(real):
+    ### BEGIN SOLUTION
+    keys = real[:, None, None, :]  # (B, 1, 1, T)   key j is a real token
+    past = attnlab.causal_mask(real.shape[1], device=real.device)  # (T, T)   j <= i
+    return keys & past  # (B, 1, T, T)   both at once
+    ### END SOLUTION
+
+
+padding_and_causal = ex07.padding_and_causal(my_padding_and_causal)
+
+# %% [markdown]
+# What the combined mask buys: each prompt's real tokens attend exactly as they would if the
+# prompt were alone, unpadded. Random queries, keys and values for the three prompts, two heads:
+
+# %%
+g = torch.Generator().manual_seed(1)
+q, k, v = (torch.randn(B, 2, T, d_k, generator=g, dtype=torch.float64)
+           for _ in range(3))  # (B, H, T, d_k) each
+masks = {"causal mask only": attnlab.causal_mask(T), "padding and causal": padding_and_causal(real)}
+padded_weights = {}
+for name, m in masks.items():
+    out, padded_weights[name] = attnlab.scaled_dot_product_attention(q, k, v, m)  # (B, H, T, d_k)
+    gap = 0.0
+    for b in range(B):
+        n = int(real[b].sum())  # the prompt's real tokens: its last n positions
+        alone, _ = attnlab.scaled_dot_product_attention(q[b, :, -n:], k[b, :, -n:], v[b, :, -n:],
+                                                        attnlab.causal_mask(n))  # (H, n, d_k)
+        gap = max(gap, (out[b, :, -n:] - alone).abs().max().item())
+    print(f"{name:18}: real tokens' outputs differ from the prompt alone by up to {fmt(gap, 2)}")
+
+# %% tags=["remove-cell"]
+assert gap < 1e-12, "with both masks, padding changes nothing for the real tokens"
+assert torch.equal(padded_weights["padding and causal"][2, :, :4],
+                   torch.zeros(2, 4, T, dtype=torch.float64)), "leading pads have no key at all"
+
+# %% tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+cols = ["PAD"] * 2 + [str(t) for t in range(2, T)]
+for ax, (name, w) in zip(axes, padded_weights.items()):
+    attention_heatmap(w[1, 0], cols, cols, ax=ax, annotate=False,
+                      title=f"prompt 2, head 0: {name}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# With the causal mask alone, the real tokens of the shorter prompts also read the padding
+# before them, and their outputs change. With both masks they are what the prompt alone gives.
+# The padding positions at the start of a left-padded prompt have no key left at all; attnlab
+# gives such a row zero weights (not the NaN that a softmax over nothing would give), and
+# nothing reads those positions' outputs. Every decoder below gets its mask this way: the causal
+# mask, combined with a padding mask where a batch has padding.
 
 # %% [markdown]
 # ## 2 · A task for a decoder: sort six digits
@@ -142,20 +212,59 @@ floor = loss_floor()
 print(f"\nfloor: 6 × ln 10 / 13 = {fmt(floor, 3)} nats")
 
 # %% [markdown]
-# ## 3 · The leak: one model, trained with and without the mask
+# ## 3 · The decoder's loss: teacher forcing
 #
-# The same decoder-only model, trained twice from the same initial weights by the same recipe
-# on the same sequences: once with the causal mask, once without. It has token and position embeddings, one block (masked
-# self-attention, then a *feed-forward* layer: a small two-layer network applied to each
-# position on its own) and a linear layer that scores the 12 possible next tokens. *Adam*, the
-# optimiser of notebook 03 (gradient descent with a step size adapted to each weight), takes
-# 300 steps of 64 new sequences each. The models compute in float64, so that the printed
-# results come out the same on any CPU.
+# The decoder-only model has token and position embeddings, one block (masked self-attention,
+# then a *feed-forward* layer: a small two-layer network applied to each position on its own;
+# section 7 writes the block out) and a linear layer that scores the 12 possible next tokens at
+# every position.
 #
-# *Teacher forcing* is how a decoder trains and how it is most easily scored: the true sequence
-# is the input, and each position's prediction is compared with the true next token. To
-# *generate*, it gets the prompt (`BOS`, digits, `SEP`) and writes the sorted digits itself,
-# each one fed back as input for the next.
+# It trains by *teacher forcing*: the input is the true sequence without its last token,
+# `seqs[:, :-1]`, and the target of each position is the true token after it, `seqs[:, 1:]`.
+# All 13 predictions of a sequence are scored in one pass, whatever the model would have
+# written itself.
+#
+# **Your turn:** write `my_next_token_loss(model, seqs)`: the mean cross-entropy over every
+# position of every sequence. `model(x)` takes token ids (B, T) and returns logits
+# (B, T, 12); `F.cross_entropy(logits, targets)` takes logits (N, classes) and targets (N,).
+#
+# <details><summary>Hint 1</summary>
+#
+# Position t of the input must be scored on the token the model has not seen yet. Write down,
+# for a sequence of 4 tokens, which input positions there are and which target each one gets.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Inputs `seqs[:, :-1]`, targets `seqs[:, 1:]`. Flatten the batch and position axes of the
+# logits together (`flatten(0, 1)`) and of the targets likewise, then one cross-entropy, which
+# averages over all of them.
+# </details>
+
+# %%
+def my_next_token_loss(model, seqs):
+    ### BEGIN SOLUTION
+    logits = model(seqs[:, :-1])  # (B, T - 1, V)   position t scores the token after it
+    targets = seqs[:, 1:]  # (B, T - 1)   the token after each position
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # mean over B·(T - 1)
+    ### END SOLUTION
+
+
+next_token_loss = ex07.next_token_loss(my_next_token_loss)
+
+# %% [markdown]
+# `attnlab.generation.train_sorter` trains with these lines (`attnlab.generation.
+# next_token_loss`), through the series' one training loop, `attnlab.train.fit`.
+
+# %% [markdown]
+# ## 4 · The leak: one model, trained with and without the mask
+#
+# The same decoder, trained twice from the same initial weights by the same recipe on the same
+# sequences: once with the causal mask, once without. *Adam*, the optimiser of notebook 03,
+# takes 300 steps of 64 new sequences each.
+#
+# To *generate*, the model gets the prompt (`BOS`, digits, `SEP`) and writes the sorted digits
+# itself, each one fed back as input for the next.
 #
 # **Predict first.** Without the mask, the model will get the sorted digits right under teacher
 # forcing. What share of them will it get right when it writes them itself?
@@ -192,75 +301,162 @@ plt.show()
 test = sort_task(500, seed=1000)  # (500, 14) new sequences, never trained on
 results = {"with the mask": evaluate_sorter(masked, test),
            "without it": evaluate_sorter(unmasked, test)}
-print(f"{'':15} {'loss':>6}   {'sorted digits right':^26}   {'attention on':>12}")
-print(f"{'':15} {'':>6}   {'teacher-forced':>14} {'generated':>11}   {'the future':>12}")
+print(f"{'':15} {'loss':>6}   {'sorted digits right':^26}")
+print(f"{'':15} {'':>6}   {'teacher-forced':>14} {'generated':>11}")
 for name, r in results.items():
     print(f"{name:15} {fmt(r['loss'], 3):>6}   {fmt(r['teacher_forced'], 4):>14} "
-          f"{fmt(r['generated'], 4):>11}   {fmt(r['future'], 3):>12}")
+          f"{fmt(r['generated'], 4):>11}")
 print(f"{'(floor)':15} {fmt(floor, 3):>6}")
-
 on, off = results["with the mask"], results["without it"]
+guess = ex07.unmasked_generation(guess, off["generated"])
+
+# %% tags=["remove-cell"]
 assert floor <= on["loss"] < floor + 0.02, "with the mask the loss sits just above the floor"
 assert off["loss"] < 0.01, "without the mask the loss falls far below the floor"
 assert min(on["teacher_forced"], off["teacher_forced"]) > 0.995, "both look perfect in training"
 assert on["generated"] > 0.99 and off["generated"] < 0.6
-assert on["future"] == 0.0 and off["future"] > 0.5
 
 # %% [markdown]
-# With the mask, the loss stays just above the floor of 1.063 and the model sorts: 0.9993 of the
-# digits it writes are right (2 of 3,000 are wrong). Without it, the loss falls to 0.002, below
-# what any model that cannot see the future can reach, and teacher forcing scores it almost as
-# well as the other (0.9990). Yet when it writes the digits itself it gets only 0.4227 of them
-# right: 0.712 of its attention went to later positions, where the answers are. A loss below
-# the floor is the sign of a leak.
+# With the mask, the loss stays just above the floor and the model sorts: 0.9993 of the digits
+# it writes are right (2 of 3,000 are wrong). Without it, the loss falls to 0.001, below what
+# any model that cannot see the future can reach, and teacher forcing scores it as well as the
+# other. Yet when it writes the digits itself it gets only 0.4263 of them right. A loss below
+# the floor is the sign of a leak: the model has read what it was asked to predict.
+
+# %% [markdown]
+# ## 5 · Does the sorter need its attention? Then: where does it look
+#
+# Before reading the two models' attention maps, test whether their predictions depend on
+# them: make every query give each key it may see the same weight (`uniform_attention()`), and
+# measure again.
 
 # %%
-guess = ex07.unmasked_generation(guess, off["generated"])
+with attnlab.uniform_attention():
+    uniform = {name: evaluate_sorter(model, test)
+               for name, model in (("with the mask", masked), ("without it", unmasked))}
+print(f"{'':15} {'attention':>9}   {'loss':>6}   {'sorted digits right':^26}")
+print(f"{'':15} {'':>9}   {'':>6}   {'teacher-forced':>14} {'generated':>11}")
+for name in results:
+    for kind, r in (("its own", results[name]), ("uniform", uniform[name])):
+        print(f"{name:15} {kind:>9}   {fmt(r['loss'], 3):>6}   "
+              f"{fmt(r['teacher_forced'], 4):>14} {fmt(r['generated'], 4):>11}")
+
+# %% tags=["remove-cell"]
+u_on, u_off = uniform["with the mask"], uniform["without it"]
+assert u_on["generated"] < 0.4 and u_on["loss"] > on["loss"] + 1.0
+assert u_off["teacher_forced"] < 0.6 and u_off["loss"] > 1.0
 
 # %% [markdown]
-# Where does each model look? Below, the attention of every query position (row) to every key
-# (column), averaged over the 500 test sequences and the two heads. Positions: `BOS`, the
-# digits d1–d6, `SEP`, and the sorted digits s1–s5 (s6 is only ever predicted, never read).
+# With uniform weights the sorter gets only 0.3703 of the digits right and its loss doubles
+# (2.178 against 1.068); the unmasked model's teacher-forced score falls from 0.9997 to 0.5427.
+# Both need their attention, so their maps are worth reading. Below, the
+# attention of every query position (row) to every key (column), averaged over the 500 test
+# sequences and the two heads. Positions: `BOS`, the digits d1–d6, `SEP`, and the sorted digits
+# s1–s5 (s6 is only ever predicted, never read).
 
 # %% tags=["hide-input"]
 names = ["BOS", *[f"d{i}" for i in range(1, 7)], "SEP", *[f"s{i}" for i in range(1, 6)]]
 maps, mean_maps = {}, {}
-fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
 for ax, (name, model) in zip(axes, (("with the mask", masked), ("without it", unmasked))):
-    with torch.no_grad():
-        _, (w,) = model(test[:, :-1], return_attention=True)  # one block: (500, H, 13, 13)
-    maps[name], mean_maps[name] = w, w.mean((0, 1))  # (500, H, 13, 13), (13, 13)
+    (maps[name],) = model.attention_maps(test[:, :-1])  # one block: (500, H, 13, 13)
+    mean_maps[name] = maps[name].mean((0, 1))  # (13, 13)
     attention_heatmap(mean_maps[name], names, names, ax=ax, title=name)
 plt.tight_layout()
 plt.show()
-assert (mean_maps["with the mask"][:6, 0] > 0.5).all(), "queries before a random digit rest on BOS"
-assert (mean_maps["with the mask"][7:, 1:7].sum(-1) > 0.5).all(), "the sorted half reads d1-d6"
-assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.5, "unmasked: reads t + 1"
-
-# %% [markdown]
-# With the mask, everything above the diagonal is 0. The positions whose next token is a random
-# digit (`BOS` to d5) have nothing useful to read and rest on `BOS`; from `SEP` on, the queries
-# read the digits d1–d6. Without the mask, the bright line just above the diagonal is each
-# position reading the token right after it: the very token it is asked to predict.
-#
-# **Explore:** how much of the unmasked model's attention sits exactly one position ahead of
-# each query? Compute the mean weight of query t on key t + 1 from `maps["without it"]`
-# (shape (500, 2, 13, 13)) and write it below.
 
 # %%
-one_ahead = ...  # the mean weight on key t + 1, a number between 0 and 1
-### BEGIN SOLUTION
-one_ahead = torch.diagonal(maps["without it"], offset=1, dim1=-2, dim2=-1).mean().item()
-### END SOLUTION
-one_ahead = ex07.one_step_ahead(one_ahead, maps["without it"])
+mean = mean_maps["with the mask"]  # (13, 13)
+on_bos = mean[:LENGTH, 0]  # queries BOS..d5: their weight on BOS
+on_digits = mean[LENGTH:, 1:LENGTH + 1].sum(-1)  # queries d6..s5: their weight on d1..d6
+print(f"queries BOS to d5, weight on BOS:    {fmt(on_bos.min(), 2)} to {fmt(on_bos.max(), 2)}")
+print(f"queries d6 to s5, weight on d1-d6:   {fmt(on_digits.min(), 2)} to "
+      f"{fmt(on_digits.max(), 2)}")
+print(f"without the mask, weight on later keys: {fmt(off['future'], 3)}, on key t+1 alone: "
+      f"{fmt(torch.diagonal(mean_maps['without it'], offset=1).mean(), 2)}")
+
+# %% tags=["remove-cell"]
+assert (on_bos > 0.8).all() and (on_digits > 0.8).all()
+assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.5
+assert on["future"] == 0.0 and off["future"] > 0.5
 
 # %% [markdown]
-# ## 4 · Generating: greedy decoding
+# With the mask, everything above the diagonal is 0. The queries `BOS` to d5 predict a random
+# digit, which nothing before them can tell; they put 0.81 to 1.00 of their weight on `BOS`.
+# From d6 on (d6 is the query that predicts `SEP`), the queries put 0.85 to 0.98 of their weight
+# on the six digits, spread about evenly in this average. Without the mask, 0.644 of the
+# weight goes to later positions, where the answers are; the bright line just above the
+# diagonal is each position reading the token right after it, the very token it is asked to
+# predict.
+#
+# An even spread in the *average* does not mean each query reads all digits alike: the digit a
+# query is about to write sits at another position in every sequence, and averaging blurs it.
+# Score each head on the queries that write a sorted digit (`SEP` to s5), sequence by sequence:
+# the weight on the position(s) that hold the digit it writes next, against an even spread over
+# the six digits, and how often the digit with the most weight is that digit, against a random
+# pick.
+
+# %%
+inputs, nexts = test[:, :-1], test[:, 1:]  # (500, 13) each: what each query reads and writes
+query, key = torch.arange(13)[:, None], torch.arange(13)[None, :]  # (13, 1), (1, 13)
+writes_digit = (query >= LENGTH + 1) & (key >= 1) & (key <= LENGTH)  # (13, 13)   SEP..s5 x d1..d6
+candidates = writes_digit.expand(len(test), 13, 13)  # (500, 13, 13)
+targets = candidates & (inputs[:, None, :] == nexts[:, :, None])  # key holds the next digit
+pointing = pointing_scores(maps["with the mask"], targets, candidates)
+print("head   weight on the digit written next (× even)   it gets the most weight")
+for h in range(2):
+    print(f"{h:4}   {fmt(pointing['times_even'][h], 2):>41}   {fmt(pointing['hit_rate'][h], 2):>23}")
+print(f"{'a random pick':>45}   {fmt(pointing['base_rate'], 2):>11}")
+
+# %% tags=["remove-cell"]
+assert (pointing["times_even"] > 1.5).all() and (pointing["hit_rate"] > 1.8 * pointing["base_rate"]).all()
+
+# %% [markdown]
+# Both heads point at the digit they are about to write: 2.23 and 1.86 times an even share, and
+# it is the digit with the most weight 0.66 and 0.51 of the time, where a random pick would hit
+# 0.25 of the time. The average map hid that.
+#
+# ### The weight on BOS: an attention sink
+#
+# The queries that predict a random digit put most of their weight on `BOS`. Notebook 06 found
+# the same in MiniLM: `[CLS]` receives much of the weight, yet zeroing its value vector barely
+# moved the sentence vectors, while hiding it as a key moved them far. A token that takes weight
+# and gives back almost nothing is called an *attention sink*. Test `BOS` the same way, with
+# `hide_key`: zero its value vector (the weights stay; what a query reads from it is nothing),
+# or hide it as a key (the weight it received goes to the other keys). Compare the loss on the
+# six random digits (at best ln 10 = 2.303), the loss on the seven tokens that follow from the
+# past, and the sorted digits written right.
+
+# %%
+self_attention = [block.self_attn for block in masked.blocks]
+sink = {"as trained": on}
+for name, how in (("BOS value zeroed", "value"), ("BOS hidden as a key", "mask")):
+    with hide_key(*self_attention, position=0, how=how):
+        sink[name] = evaluate_sorter(masked, test)
+print(f"{'':20} {'loss: random digits':>20} {'the rest':>9} {'sorted digits right':>20}")
+for name, r in sink.items():
+    print(f"{name:20} {fmt(r['loss_random'], 3):>20} {fmt(r['loss_rest'], 3):>9} "
+          f"{fmt(r['generated'], 4):>20}")
+
+# %% tags=["remove-cell"]
+zeroed, hidden = sink["BOS value zeroed"], sink["BOS hidden as a key"]
+assert zeroed["loss_random"] - on["loss_random"] < 0.1 and zeroed["generated"] > 0.99
+assert hidden["loss_random"] > on["loss_random"] + 1.0
+
+# %% [markdown]
+# Zero `BOS`'s value and little changes: the loss on the random digits goes from 2.303 to 2.360,
+# and 0.9977 of the sorted digits are still right. Hide `BOS` as a key and the random-digit
+# queries must spend that weight on the digits before them: their loss jumps to 3.783, far above
+# ln 10, because they now predict the next random digit from the ones before it, confidently and
+# wrongly. What the sink contributes is almost nothing; the weight it takes is what keeps these
+# queries from reading anything else, the same finding as for `[CLS]` in notebook 06.
+
+# %% [markdown]
+# ## 6 · Generating: greedy decoding, beam search, sampling
 #
 # A next-token model becomes a generator with a loop: score the next token, pick one, append it,
 # repeat. *Greedy* decoding picks the most likely token every time. Here is the whole loop, run
-# on the prompts of all 500 test sequences and checked against `attnlab.generation.generate`
-# (which the measurements above used).
+# on the prompts of all 500 test sequences (`attnlab.generation.generate` is the same loop).
 
 # %%
 def greedy(model, prompt, steps):
@@ -273,43 +469,186 @@ def greedy(model, prompt, steps):
     return seq
 
 
-prompts = test[:, :LENGTH + 2]  # (500, 8)   BOS, six digits, SEP
+prompts, answer = test[:, :LENGTH + 2], test[:, LENGTH + 2:]  # (500, 8) BOS, digits, SEP; (500, 6)
 written = {"with the mask": greedy(masked, prompts, LENGTH)[:, LENGTH + 2:],  # (500, 6)
            "without it": greedy(unmasked, prompts, LENGTH)[:, LENGTH + 2:]}
-assert torch.equal(written["with the mask"], generate(masked, prompts, LENGTH)[:, LENGTH + 2:])
-
-# %%
 for i in range(3):
-    print(f"{show(prompts[i]):<30} right: {show(test[i, LENGTH + 2:])}")
+    print(f"{show(prompts[i]):<30} right: {show(answer[i])}")
     for name, digits in written.items():
         print(f"{'':>12}{name:>18}: {show(digits[i])}")
 repeats = {name: (d[:, 1:] == d[:, :-1]).double().mean().item() for name, d in written.items()}
 print("\nshare of written digits that repeat the digit before: "
       + ", ".join(f"{name} {fmt(r, 3)}" for name, r in repeats.items()))
+
+# %% tags=["remove-cell"]
+assert torch.equal(written["with the mask"], generate(masked, prompts, LENGTH)[:, LENGTH + 2:])
 assert repeats["without it"] > 2 * repeats["with the mask"]
 
 # %% [markdown]
 # The unmasked model repeats the digit before far more often than a sorted answer does: it
 # writes something digit-like, not the sorted digits. Trained with the answer in view, it never
-# had to learn to sort.
+# had to learn to sort. From here on, only the masked sorter.
 #
-# **Sampling.** Instead of the most likely token, a generator can draw one at random from
-# softmax(scores / temperature): at temperature 1 the model's own probabilities, below 1
-# sharper (towards greedy), above 1 flatter. Started from `BOS` alone, the masked model then
-# invents six digits and sorts them. The draws change from run to run and machine to machine,
-# so this cell's output is not compared by the tests; run it a few times.
+# ### Beam search
+#
+# Greedy decoding can commit to a likely first token that leads only to unlikely continuations.
+# *Beam search* keeps the `beam_width` most likely partial sequences at every step (scored by
+# the sum of their tokens' log-probabilities), extends each by every token, and keeps the best
+# `beam_width` again. With width 1 it is greedy. Compare the two by the log-probability the
+# model gives what they write, ln p(s1 … s6 | prompt) (closer to 0 = more likely), and by
+# accuracy, on the sorter and on a sorter trained by the same recipe for 100 steps instead of
+# 300. The last row of each: the right answer's log-probability under the same model.
 
-# %% tags=["nbval-ignore-output"]
-start = torch.full((200, 1), BOS)  # (200, 1)   200 sequences, nothing but BOS
-for temperature in (0.5, 1.0, 2.0):
-    samples = generate(masked, start, 2 * LENGTH + 1, temperature=temperature)  # (200, 14)
-    digits, sorted_half = samples[:, 1:LENGTH + 1], samples[:, LENGTH + 2:]
-    ok = (sorted_half == digits.sort(dim=-1).values).all(dim=-1).double().mean().item()
-    print(f"temperature {temperature}: {show(samples[0])}   sorted right in {ok:.0%} of 200")
-    assert temperature > 1.0 or ok > 0.8, "at temperature <= 1 the sorter still sorts"
+# %%
+early, _ = train_sorter(causal=True, seed=0, steps=100)  # the same recipe, a third of the steps
+print(f"{'':20} {'':16} {'mean log-prob':>13} {'digits right':>13} {'sequences right':>16}")
+beam_gain = {}
+for model_name, model in (("sorter (300 steps)", masked), ("sorter (100 steps)", early)):
+    greedy_out = generate(model, prompts, LENGTH)  # (500, 14)
+    beams, beam_logp = beam_search(model, prompts, LENGTH, beam_width=4)  # (500, 4, 14), (500, 4)
+    rows = {"greedy": (greedy_out, sequence_logprob(model, greedy_out, LENGTH + 2)),
+            "beam, width 4": (beams[:, 0], beam_logp[:, 0]),
+            "the right answer": (test, sequence_logprob(model, test, LENGTH + 2))}
+    for decoder, (out, logp) in rows.items():
+        right = out[:, LENGTH + 2:] == answer  # (500, 6)
+        print(f"{model_name:20} {decoder:16} {fmt(logp.mean(), 3):>13} "
+              f"{fmt(right.double().mean(), 4):>13} {fmt(right.all(-1).double().mean(), 3):>16}")
+    changed = int((beams[:, 0] != greedy_out).any(-1).sum())
+    beam_gain[model_name] = (changed, rows["beam, width 4"][1].mean() - rows["greedy"][1].mean())
+    print(f"{'':20} beam search wrote another answer than greedy for {changed} of 500 prompts")
+
+# %% tags=["remove-cell"]
+assert beam_gain["sorter (300 steps)"][0] == 0 and beam_gain["sorter (100 steps)"][0] > 20
+assert beam_gain["sorter (100 steps)"][1] > 0.01
 
 # %% [markdown]
-# ## 5 · Cross-attention: an encoder–decoder that reverses
+# On the trained sorter beam search writes exactly what greedy writes, for all 500 prompts: at
+# each step one token is so much more likely than the others that no detour pays. Its two wrong
+# digits are not a search failure: the model gives its own wrong answers more probability than
+# the right ones (the right answers' mean log-probability is lower than greedy's). Beam search
+# finds what the model believes; it cannot fix what the model gets wrong. On the sorter trained
+# for 100 steps, less sure of itself, beam search changes 53 of 500 answers, raises the mean
+# log-probability from −1.217 to −1.186 and the digits right from 0.9277 to 0.9353.
+#
+# ### Sampling: temperature, top-k, top-p
+#
+# Instead of the most likely token, a generator can *draw* one from softmax(logits / τ). At
+# temperature τ = 1 that is the model's own distribution; below 1 it is sharper (towards
+# greedy), above 1 flatter (towards uniform). Two filters cut the unlikely tail before the draw:
+# *top-k* keeps the k most likely tokens, *top-p* (nucleus sampling) the smallest set of most
+# likely tokens whose probability reaches p. The rest get logit −∞, so probability 0, and the
+# kept ones are renormalised.
+#
+# **Your turn:** write `my_top_p(logits, p)`: the logits (B, V) with every token outside the
+# nucleus set to −∞ (`float("-inf")`), each kept token's logit unchanged and in its place.
+#
+# <details><summary>Hint 1</summary>
+#
+# Go through each row's tokens from the most likely down, adding up their probabilities; keep
+# tokens while the total of the ones before is still short of p. The token that makes the total
+# reach p is kept too.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `torch.softmax`, then `.sort(dim=-1, descending=True)` gives the probabilities and the token
+# of each; the probability ahead of each token is `cumsum - probs`. Mark the tokens to drop
+# (that is already ≥ p), put the marks back in token order with `scatter(-1, order, marks)`,
+# and use `masked_fill` on the logits.
+# </details>
+
+# %%
+def my_top_p(logits, p):
+    ### BEGIN SOLUTION
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)  # (B, V) each
+    ahead = probs.cumsum(dim=-1) - probs  # (B, V)   probability of the tokens before each one
+    drop_sorted = ahead >= p  # (B, V)   the nucleus is full without this token
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)  # back in token order
+    return logits.masked_fill(drop, float("-inf"))  # (B, V)
+    ### END SOLUTION
+
+
+top_p = ex07.top_p_filter(my_top_p)
+
+# %% [markdown]
+# `attnlab.sample_next` divides by the temperature, filters with
+# `attnlab.generation.filter_logits` (top-k, then top-p, as written above) and draws. Next, the
+# sorter samples its answer 10 times for each of 200 test prompts, at several temperatures.
+#
+# **Predict first.** At temperature 0.1 and at temperature 10: what share of the sorted digits
+# will be right, and how many different answers will the 10 samples of one prompt give?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: greedy gets 0.9993 of the digits right. At τ = 0.1, near 1.0 or
+# lower? At τ = 10 (logits divided by 10): chance (0.1), or is the model still right often?
+# And the number of distinct answers among 10 samples: 1, a few, or 10?
+
+# %%
+guess_accuracy = ...  # [at temperature 0.1, at 10]: share of sorted digits right, 0 to 1
+guess_distinct = ...  # [at temperature 0.1, at 10]: different answers among 10 samples, 1 to 10
+### BEGIN SOLUTION
+guess_accuracy = [0.99, 0.1]
+guess_distinct = [1, 8]
+### END SOLUTION
+
+# %%
+n, samples = 200, 10  # 200 test prompts, 10 samples of each
+repeated = prompts[:n].repeat_interleave(samples, dim=0)  # (2000, 8)
+settings = {"greedy": None, "beam, width 4": None,
+            **{f"temperature {t:g}": {"temperature": t} for t in (0.1, 0.5, 1.0, 2.0, 10.0)},
+            "τ 2, top-k 2": {"temperature": 2.0, "top_k": 2},
+            "τ 2, top-p 0.9": {"temperature": 2.0, "top_p": 0.9}}
+table = {}
+for name, kwargs in settings.items():
+    if name == "greedy":
+        out = generate(masked, repeated, LENGTH)  # (2000, 14)
+    elif name == "beam, width 4":
+        out = beam_search(masked, repeated, LENGTH, beam_width=4)[0][:, 0]  # (2000, 14)
+    else:
+        draws = torch.Generator().manual_seed(0)
+        out = generate(masked, repeated, LENGTH, generator=draws, **kwargs)  # (2000, 14)
+    answers = out[:, LENGTH + 2:].view(n, samples, LENGTH)  # (200, 10, 6)
+    table[name] = {"log-prob": sequence_logprob(masked, out, LENGTH + 2).mean().item(),
+                   "right": (answers == answer[:n, None]).double().mean().item(),
+                   "distinct": distinct_outputs(answers).double().mean().item()}
+print(f"{'':16} {'mean log-prob':>13} {'digits right':>13} {'different answers in 10':>24}")
+for name, r in table.items():
+    print(f"{name:16} {fmt(r['log-prob'], 2):>13} {fmt(r['right'], 4):>13} "
+          f"{fmt(r['distinct'], 2):>24}")
+cold, hot = table["temperature 0.1"], table["temperature 10"]
+guess_accuracy = ex07.temperature_accuracy(guess_accuracy, [cold["right"], hot["right"]])
+guess_distinct = ex07.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
+
+# %% tags=["remove-cell"]
+best = max(r["right"] for r in table.values())
+assert table["greedy"]["right"] == best and cold["right"] == best, "sampling cannot beat greedy"
+rights = [table[f"temperature {t:g}"]["right"] for t in (0.1, 0.5, 1.0, 2.0, 10.0)]
+assert rights == sorted(rights, reverse=True), "accuracy falls as the temperature rises"
+kinds = [table[f"temperature {t:g}"]["distinct"] for t in (0.1, 0.5, 1.0, 2.0, 10.0)]
+assert kinds == sorted(kinds) and cold["distinct"] == 1.0 and hot["distinct"] == 10.0
+assert hot["right"] < 0.25
+for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
+    assert table[name]["right"] > table["temperature 2"]["right"] + 0.05
+    assert table[name]["distinct"] < table["temperature 2"]["distinct"] / 1.5
+
+# %% [markdown]
+# On a task with one right answer, sampling can only lose accuracy: greedy and beam search write
+# the model's most likely digits, and every draw of a less likely one is a wrong digit. At
+# τ = 0.1 sampling *is* greedy (1.0000 right, one answer per prompt). As τ rises, accuracy falls
+# and the answers multiply; at τ = 10 the digits are drawn almost uniformly (0.1639 right) and
+# all 10 samples of a prompt differ. The filters take back most of the damage at τ = 2: top-k 2
+# and top-p 0.9 keep 0.9357 and 0.9413 of the digits right instead of 0.8293, with about half as
+# many different answers, because they never draw from the unlikely tail.
+#
+# Why sample at all, then? For open-ended text, where many continuations are good and none is
+# *the* answer. The reason given in the literature (Holtzman et al., 2020, who introduced
+# top-p) is that the most likely continuations of a language model are often bland and
+# repetitive, and that sampling with a truncated tail gives text that reads better. That is a
+# claim about language models and human readers; this notebook does not measure it. What it
+# does measure: every bit of variety sampling adds here was paid for in accuracy.
+
+# %% [markdown]
+# ## 7 · Cross-attention: an encoder–decoder that reverses
 #
 # In the original Transformer a decoder also reads a second sequence: the sentence to
 # translate. An encoder reads the source without a mask; the decoder writes the target with the
@@ -325,47 +664,131 @@ out, w = cross(x, context=memory)  # queries from x, keys and values from memory
 print("output", tuple(out.shape), " weights", tuple(w.shape))
 
 # %% [markdown]
+# ### The decoder block, written out
+#
+# A decoder block has three parts, each followed by the residual connection and a LayerNorm
+# ("post-norm", as in the original Transformer, and as notebook 03's encoder block):
+#
+#     x = LayerNorm1(x + SelfAttention(x, mask))          itself and its past only
+#     x = LayerNorm2(x + CrossAttention(x, context))      reads the encoder's output
+#     x = LayerNorm3(x + FeedForward(x))
+#
+# A decoder-only model (the sorter) has no context and skips the middle line.
+#
+# **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
+# `attnlab.blocks.DecoderBlock`: its parts are `block.self_attn`, `block.cross_attn` (both
+# `MultiHeadAttention`, returning (output, weights)), `block.ff`, and `block.norm1`, `norm2`,
+# `norm3`. `context` is None for a block without cross-attention.
+#
+# <details><summary>Hint 1</summary>
+#
+# Follow the three lines above in order; each part reads the x the line before produced.
+# Cross-attention needs to be told which tensor is the context.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `a, _ = block.self_attn(x, mask)`, then `x = block.norm1(x + a)`; the cross-attention call is
+# `block.cross_attn(x, context=context)` (queries from x); `block.ff(x)` returns the
+# feed-forward output to add.
+# </details>
+
+# %%
+def my_decoder_block(block, x, context, mask):
+    """One post-norm decoder block: x (B, T, d_model), context (B, S, d_model) or None."""
+    ### BEGIN SOLUTION
+    a, _ = block.self_attn(x, mask)  # (B, T, d)   masked self-attention
+    x = block.norm1(x + a)  # residual, then LayerNorm
+    if context is not None:
+        c, _ = block.cross_attn(x, context=context)  # (B, T, d)   queries x, keys/values context
+        x = block.norm2(x + c)
+    return block.norm3(x + block.ff(x))  # (B, T, d)   feed-forward, residual, LayerNorm
+    ### END SOLUTION
+
+
+decoder_block = ex07.decoder_block(my_decoder_block)
+
+# %% [markdown]
 # The task: the source is six random digits, the target the same digits reversed. To write
 # target digit i the decoder needs source digit 5 − i, so a decoder that has learned the task
-# should look there. One encoder block, one decoder block, one head, 200 steps of Adam.
+# should look there. One encoder block, one decoder block, one head, 200 steps of Adam. Once it
+# is trained, your block must give what its decoder block gives on the 500 test targets.
 
 # %%
 reverser, _ = train_reverser(seed=0)
 src, tgt = reverse_task(500, seed=1000)  # (500, 6), (500, 7): BOS + the reversed digits
-out = generate(reverser, tgt[:, :1], LENGTH, source=src)  # greedy, from BOS
-accuracy = (out[:, 1:] == tgt[:, 1:]).double().mean().item()
 with torch.no_grad():
-    _, (cross_w,) = reverser(src, tgt[:, :-1], return_attention=True)  # (500, 1, 6, 6)
+    memory = reverser.encode(src)  # (500, 6, 32)
+    h = reverser.tgt_embed(tgt[:, :-1], "tgt")  # (500, 6, 32)   the target read so far
+    block = reverser.decoder[0]
+    mine = decoder_block(block, h, memory, attnlab.causal_mask(LENGTH))  # (500, 6, 32)
+    theirs, _, _ = block(h, memory)
+print("written out = attnlab's DecoderBlock on the 500 test targets (to 1e-12):",
+      torch.allclose(mine, theirs, rtol=0, atol=1e-12))
+
+# %% tags=["remove-cell"]
+assert torch.equal(my_decoder_block(block, h, memory, attnlab.causal_mask(LENGTH)), theirs)
+
+# %% [markdown]
+# Does the reverser need its cross-attention? Make it uniform (each target step reads the six
+# source digits alike) and measure again.
+
+# %%
+out = generate(reverser, tgt[:, :1], LENGTH, source=src)  # greedy, from BOS
+cross_layers = [b.cross_attn for b in reverser.decoder]
+with attnlab.uniform_attention(*cross_layers):
+    out_uniform = generate(reverser, tgt[:, :1], LENGTH, source=src)
+accuracy = (out[:, 1:] == tgt[:, 1:]).double().mean().item()
+accuracy_uniform = (out_uniform[:, 1:] == tgt[:, 1:]).double().mean().item()
+(cross_w,) = reverser.attention_maps(src, tgt[:, :-1])  # (500, 1, 6, 6)
 share = alignment_share(cross_w)
-print(f"digits written right (greedy): {fmt(accuracy, 3)}")
-print(f"cross-attention on the mirrored source digit: {fmt(share, 3)}")
-assert accuracy > 0.99 and share > 0.9
+print(f"digits written right (greedy):                  {fmt(accuracy, 3)}")
+print(f"... with uniform cross-attention:               {fmt(accuracy_uniform, 3)}")
+print(f"cross-attention on the mirrored source digit:   {fmt(share, 3)}")
+
+# %% tags=["remove-cell"]
+assert accuracy > 0.99 and accuracy_uniform < 0.35 and share > 0.9
 
 # %% tags=["hide-input"]
 i = 0
 rows = [f"writes {d}" for d in tgt[i, 1:].tolist()]
-attention_heatmap(cross_w[i, 0], rows, [str(d) for d in src[i].tolist()],
+attention_heatmap(cross_w[i, 0], rows, [str(d) for d in src[i].tolist()], annotate=False,
                   title=f"cross-attention, source {show(src[i])}")
 plt.xlabel("source digit (key)")
 plt.ylabel("target step (query)")
 plt.show()
 
 # %% [markdown]
-# Nobody told the model where to look; it found the alignment from the loss alone: step i reads
-# source position 5 − i, with 0.990 of the weight on average. Attention was first invented for
-# exactly this, to align the words of a translation with the words of its source (Bahdanau,
-# Cho and Bengio, 2014).
+# The reverser needs its cross-attention: with uniform weights it writes only 0.283 of the
+# digits right, against 1.000. And it looks where the task says: step i reads source position
+# 5 − i, with 0.937 of the weight on average.
+# Nobody told it where to look; it found the alignment from the loss alone.
+#
+# Aligning a translation with its source is the job attention over a sequence was brought into
+# machine translation for: Bahdanau, Cho and Bengio (2014) let a recurrent decoder score every
+# source position at each step and read their weighted average, with an *additive* score (a
+# small feed-forward network of query and key); the scaled dot product used here is from the
+# Transformer (Vaswani et al., 2017). Soft weighting over an input sequence is older still:
+# Graves (2013) let a network that writes handwriting read its text through a soft window, a
+# learned mixture of Gaussians over the characters.
 
 # %% [markdown]
 # ## What we learned
 #
 # - The causal mask is one line: scores of later keys become −∞ before the softmax, so each
-#   position gets exactly 0 weight on the future (15 of 15 entries above).
-# - Without it a next-token model cheats: loss 0.002 against a floor of 1.063 and 0.9990 of the
-#   sorted digits right under teacher forcing, but only 0.4227 when it writes them itself, with
-#   0.712 of its attention on the future. With the mask: loss 1.069, and 0.9993 right when it
-#   writes them. A loss below the floor means the model sees what it should not.
-# - Greedy decoding is a loop of three lines: score, pick the most likely, append. Sampling with
-#   a temperature draws the token instead, and the sorter still sorts the digits it invents.
-# - Cross-attention lets a decoder read another sequence: the reverser put 0.990 of its
-#   cross-attention on the mirrored source digit, an alignment learned from the loss alone.
+#   position gets exactly 0 weight on the future (15 of 15 entries above). Combined with a
+#   padding mask (`&`, broadcast to (B, H, T, T)), a padded prompt's real tokens attend exactly
+#   as if the prompt were alone.
+# - Without the causal mask a next-token model cheats: loss 0.001 against a floor of 1.063, the
+#   sorted digits right under teacher forcing, but only 0.4263 of them when it writes them
+#   itself; 0.644 of its attention is on the future. With the mask: 0.9993 right.
+# - The sorter needs its attention (uniform weights: 0.3703 right). Its heads point at the
+#   digit they write next (1.86 to 2.23 times an even share), which the average map hides; its
+#   weight on `BOS` is an attention sink: zeroing BOS's value costs little (random-digit loss
+#   2.360), hiding it as a key a lot (3.783).
+# - Beam search maximises the model's probability: on the trained sorter it writes what greedy
+#   writes; on a less-trained one it raises the log-probability and the accuracy a little.
+#   Sampling trades accuracy for variety (τ = 10: 0.1639 right, 10 different answers in 10);
+#   top-k and top-p cut the tail and keep most of the accuracy.
+# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: 0.283
+#   right) and puts 0.937 of it on the mirrored source digit, learned from the loss alone.
