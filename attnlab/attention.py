@@ -234,18 +234,22 @@ class MultiHeadAttention(nn.Module):
         """Attention of the heads, merged and mixed by `out`: output (B, T, d_model) and the
         weights (B, H, T, S). Each group of H / H_kv query heads reads one key/value head."""
         B, H, T, D = q.shape
-        G = H // self.n_kv_heads  # query heads per key/value head
+        H_kv, S = self.n_kv_heads, k.shape[-2]
+        G = H // H_kv  # query heads per key/value head
         if self.uniform_heads:  # a query of zeros scores every key alike: uniform weights
             q = q.index_fill(1, torch.tensor(self.uniform_heads, device=q.device), 0.0)
-        q = q.view(B, self.n_kv_heads, G, T, D)  # (B, H_kv, G, T, D)
-        k, v = k.unsqueeze(2), v.unsqueeze(2)  # (B, H_kv, 1, S, D): shared by the group, no copy
-        if mask is not None and mask.dim() >= 3 and mask.shape[-3] == H:
-            mask = mask.unflatten(-3, (self.n_kv_heads, G))  # (..., H_kv, G, T, S)
-        elif mask is not None:
-            mask = mask.unsqueeze(-3)  # (..., 1, T, S)
+        # A group's G·T queries read the same key/value head: stack them as rows of one matrix
+        # against it. (A group axis broadcast against k would make matmul copy k G times.)
+        q = q.reshape(B, H_kv, G * T, D)  # (B, H_kv, G·T, D)
+        if mask is not None:
+            if mask.dim() >= 3 and mask.shape[-3] == H:
+                mask = mask.unflatten(-3, (H_kv, G))  # (..., H_kv, G, T, S)
+            else:
+                mask = mask.unsqueeze(-3)  # (..., 1, T, S): the same for every head of a group
+            mask = mask.expand(*mask.shape[:-3], G, T, S).flatten(-3, -2)  # (..., G·T, S)
         heads, weights = scaled_dot_product_attention(q, k, v, mask, scale=self.scale)
-        out = self.out(merge_heads(heads.flatten(1, 2)))  # (B, T, d_model)
-        return out, weights.flatten(1, 2)  # (B, T, d_model), (B, H, T, S)
+        out = self.out(merge_heads(heads.view(B, H, T, D)))  # (B, T, d_model)
+        return out, weights.view(B, H, T, S)  # (B, T, d_model), (B, H, T, S)
 
     def _check_inputs(self, x, mask, context) -> torch.Tensor | None:
         """x (B, T, d_model), context (B, S, d_model) and a mask that broadcasts to the weights

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
+from attnlab import cost
 from attnlab.attention import MultiHeadAttention, merge_heads, split_heads
 from attnlab.blocks import EncoderBlock
 
@@ -256,6 +257,23 @@ def test_grouped_query_attention_matches_torch_enable_gqa(n_kv_heads):
     padding = torch.tensor([[True] * 5 + [False] * 2, [True] * 7])[:, None, None, :]
     per_head = padding & mask  # (B, 1, T, T), and a mask with a head dimension too:
     torch.testing.assert_close(ours(x, per_head)[0], ours(x, per_head.expand(2, 4, 7, 7))[0])
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2])
+@torch.no_grad()
+def test_grouped_query_heads_read_their_shared_keys_without_copying_them(n_kv_heads):
+    """One new token's 8 query heads against 4096 cached keys of 32 numbers: a copy of the keys
+    per query head (what broadcasting a group axis against k makes matmul do) would hold 4 MiB;
+    the scores and the weights, 8 × 4096 floats each, are all the step needs."""
+    mha = MultiHeadAttention(256, 8, n_kv_heads=n_kv_heads)
+    q = rand(1, 8, 1, 32, seed=17)  # (B, H, 1, D)
+    k, v = rand(1, n_kv_heads, 4096, 32, seed=18), rand(1, n_kv_heads, 4096, 32, seed=19)
+    peak = cost.peak_memory(lambda: mha.attend(q, k, v))
+    assert peak < min(k.nbytes, 3 * 8 * 4096 * 4), peak  # less than one copy of k
+    out, _ = mha.attend(q, k, v)
+    G = 8 // n_kv_heads
+    ref = F.scaled_dot_product_attention(q, k.repeat_interleave(G, 1), v.repeat_interleave(G, 1))
+    torch.testing.assert_close(out, mha.out(merge_heads(ref)))
 
 
 # --- rotary positions ----------------------------------------------------------------------------
