@@ -5,8 +5,11 @@ the causal mask a position never attends to later ones, so the key and value of 
 once computed, never change. A cache keeps them: each step projects only the new token (its
 query, key and value) and attends that one query over the cached keys. A step then costs
 8·d² + 4·t·d operations (`step_flops`) instead of the 8·t·d² + 4·t²·d of running the layer over
-the whole prefix again; the price is memory, 2·t·d numbers per layer, that grows with t.
-Notebook 08 checks that both ways give the same outputs and measures the two costs.
+the whole prefix again; the price is memory, a key and a value of n_kv_heads · d_head numbers
+per token and layer (`bytes_per_token`), that grows with t. A layer with fewer key/value heads
+than query heads (grouped-query attention) keeps that many times fewer, and each step reads
+that many times fewer bytes. Notebook 08 has students write the step, checks it against
+`recompute_step`, and measures both costs.
 """
 from __future__ import annotations
 
@@ -65,21 +68,19 @@ class KVCache:
         self.length = check_int("length", length, minimum=0, maximum=self.length)
 
 
-def bytes_per_token(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_number: int = 2,
-                    window: int | None = None) -> int:
+def bytes_per_token(n_layers: int, n_kv_heads: int, d_head: int,
+                    bytes_per_number: int = 2) -> int:
     """What a KV cache stores per token of context: a key and a value (2) of n_kv_heads · d_head
     numbers in each of n_layers layers, bytes_per_number each (2 in 16-bit):
 
         2 · n_layers · n_kv_heads · d_head · bytes_per_number
 
-    With a sliding `window`, only the last `window` tokens are kept: that is the most a cache
-    ever holds, whatever the context (multiply by min(context, window) for the total).
+    A cache for C tokens holds C times this; a model with a sliding window of W tokens keeps
+    only the last W, so min(C, W) times this. It is what `KVCache.nbytes` counts, layer by layer.
     """
     for name, value in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("d_head", d_head),
                         ("bytes_per_number", bytes_per_number)):
         check_int(name, value, minimum=1)
-    if window is not None:
-        check_int("window", window, minimum=1)
     return 2 * n_layers * n_kv_heads * d_head * bytes_per_number
 
 

@@ -4,8 +4,14 @@ import pytest
 import torch
 from exercise_doubles import expect
 
-from attnlab import online_softmax
+import attnlab
+from attnlab import kv_cache, online_softmax
+from attnlab.attention import merge_heads, split_heads
 from attnlab.exercises import ex08
+
+# The first torch.broadcast_shapes of a process imports sympy (about a second): done here, so
+# that the first check below does not spend its time limits (0.3 s per call here) on it.
+attnlab.scaled_dot_product_attention(*torch.zeros(3, 1, 2, 2))
 
 
 def test_flop_ratios(capsys):
@@ -16,6 +22,123 @@ def test_flop_ratios(capsys):
     # the whole layer as all score part; everything as the projections; T³
     expect(capsys, ex08.flop_ratios, [[16, 4, 16], [4, 4, 4], [64, 4, 8]], "✗",
            "more than 1 apart). Hint: Scores pair every query", measured)
+
+
+# --- decode_step (implement) ----------------------------------------------------------------
+
+def step(attn, x_t, cache, *, position=None, append_first=True, out=True, split=None,
+         expand=False, tile=False):
+    """One decoding step, right by default. `position` rotates the new token there instead of at
+    len(cache); `append_first=False` attends over the cache before the append; `out=False` skips
+    the output projection; `split="query"` splits k and v into the query heads' count;
+    `expand=True` appends keys already repeated for every query head; `tile=True` repeats the
+    shared heads as a block."""
+    G = attn.n_heads // attn.n_kv_heads
+    if split == "query":
+        q, k, v = (split_heads(lin(x_t), attn.n_heads) for lin in (attn.q, attn.k, attn.v))
+    else:
+        at = len(cache) if position is None else position(len(cache))
+        q, k, v = attn.project(x_t, positions=torch.tensor([at]))
+    if expand:
+        k, v = k.repeat_interleave(G, 1), v.repeat_interleave(G, 1)
+    if append_first:
+        keys, values = cache.append(k, v)  # (B, H_kv, t, D)
+    else:
+        keys, values = cache.keys[:, :, :len(cache)], cache.values[:, :, :len(cache)]
+        cache.append(k, v)
+    if keys.shape[1] != attn.n_heads:
+        repeat = (lambda t: t.repeat(1, G, 1, 1)) if tile else (lambda t: t.repeat_interleave(G, 1))
+        keys, values = repeat(keys), repeat(values)  # (B, H, t, D)
+    heads, _ = attnlab.scaled_dot_product_attention(q, keys, values)  # (B, H, 1, D)
+    merged = merge_heads(heads)  # (B, 1, d_model)
+    return attn.out(merged) if out else merged
+
+
+def with_attend(attn, x_t, cache):
+    q, k, v = attn.project(x_t, positions=torch.tensor([len(cache)]))
+    return attn.attend(q, *cache.append(k, v))[0]
+
+
+def on_a_copy(attn, x_t, cache):
+    """The right output, computed on a copy of the cache: the real one never grows."""
+    B, H_kv, max_len, D = cache.keys.shape
+    copy = kv_cache.KVCache(B, H_kv, D, max_len)
+    copy.append(cache.keys[:, :, :len(cache)], cache.values[:, :, :len(cache)])
+    return kv_cache.decode_step(attn, x_t, copy)
+
+
+def test_decode_step_right(capsys):
+    answers = [step, with_attend, kv_cache.decode_step]
+    got = expect(capsys, ex08.decode_step, answers, "✓",
+                 "matches recomputing the whole prefix at 5 positions")
+    assert got == answers
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (dict(append_first=False), "before this token's key and value are in it: the token cannot "
+                               "see itself"),
+    (dict(out=False), "the output projection attn.out is missing"),
+    (dict(split="query"), "you appended keys with n_heads = 4 heads to the cache of a layer "
+                          "with n_kv_heads = 2"),
+    (dict(expand=True), "you appended keys with n_heads = 4 heads"),
+    (dict(tile=True), "repeated in the wrong order"),
+    (dict(position=lambda t: 0), "rotated as if at position 0"),
+    (dict(position=lambda t: t + 1), "one position too far"),
+])
+def test_decode_step_names_the_classic_mistakes(capsys, mistake, words):
+    def answer(attn, x_t, cache):
+        return step(attn, x_t, cache, **mistake)
+
+    got = expect(capsys, ex08.decode_step, [answer], "✗", words)
+    assert got == [kv_cache.decode_step]
+
+
+def test_decode_step_wants_the_token_in_the_cache(capsys):
+    expect(capsys, ex08.decode_step, [on_a_copy], "✗",
+           "the output is right but the cache went from 3 to 3 positions")
+
+
+# --- bytes_per_token (implement) ---------------------------------------------------------------
+
+def per_token(n_layers, d_model, n_heads, n_kv_heads, size, *, kv=True, two=2, layers=True,
+              head=True, use_bytes=True):
+    """The bytes per token, right by default; each switch leaves out (or mistakes) one factor."""
+    d_head = d_model // n_heads if head else d_model
+    return (two * (n_layers if layers else 1) * (n_kv_heads if kv else n_heads) * d_head
+            * (size if use_bytes else 1))
+
+
+def test_bytes_per_token_right_and_the_reference_is_attnlabs(capsys):
+    got = expect(capsys, ex08.bytes_per_token, [per_token], "✓",
+                 "matches attnlab's kv_cache.bytes_per_token on 4 configurations")
+    assert got == [per_token]
+    # the 7B-style stack of the notebook: 32 layers, 32 heads of 128 numbers, 16-bit: 512 KiB
+    assert kv_cache.bytes_per_token(32, 32, 128) == 512 * 1024
+    columns = [torch.tensor([c]) for c in (32, 4096, 32, 8, 2)]
+    assert ex08._bytes_reference(*columns).tolist() == [128 * 1024]  # 8 KV heads: a quarter
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (dict(two=1), "the factor 2 is missing: each token stores a key AND a value"),
+    (dict(layers=False), "the layers are missing"),
+    (dict(kv=False), "it uses the query heads' count"),
+    (dict(head=False), "holds d_model / n_heads numbers, not d_model"),
+    (dict(use_bytes=False), "that counts numbers, not bytes"),
+    (dict(two=3), "your result [360, 720, 288, 168] differs from the reference"),
+])
+def test_bytes_per_token_names_the_missing_factor(capsys, mistake, words):
+    def answer(*columns):
+        return per_token(*columns, **mistake)
+
+    got = expect(capsys, ex08.bytes_per_token, [answer], "✗", words)
+    assert got == [ex08._bytes_reference]
+
+
+def test_bytes_per_token_wants_whole_numbers(capsys):
+    def answer(n_layers, d_model, n_heads, n_kv_heads, size):
+        return 2 * n_layers * n_kv_heads * (d_model / n_heads) * size
+
+    expect(capsys, ex08.bytes_per_token, [answer], "✗", "// divides whole numbers")
 
 
 # --- online_update (implement) -------------------------------------------------------------
