@@ -7,7 +7,9 @@
    sequence length T, then the log-log slope of each column (2 means the cost grows as T²);
 2. one decoding step of a self-attention layer at position t, with a KV cache
    (`attnlab.kv_cache.decode_step`) and without (`recompute_step`): time, counted FLOPs and the
-   speed-up.
+   speed-up;
+3. one cached decoding step at a long context with 1, n/4 and n key/value heads (grouped-query
+   attention): the cache's size, the step's FLOPs, its own peak memory and its time.
 Everything runs on one torch thread, as in the notebooks.
 """
 from __future__ import annotations
@@ -68,6 +70,28 @@ def decoding_steps(positions, d_model, heads, repeats, clock):
     print(cost.format_table(["t", "cached ms", "recomputed ms", "speed-up", "FLOP ratio"], rows))
 
 
+def kv_head_steps(context, d_model, heads, repeats, clock):
+    counts = sorted({1, max(1, heads // 4), heads})
+    x = torch.randn(1, 1, d_model)  # the token at position context - 1
+    layers = {n: attnlab.MultiHeadAttention(d_model, heads, n_kv_heads=n) for n in counts}
+    caches = {}
+    for n, layer in layers.items():  # random keys and values: a step's cost does not depend on them
+        caches[n] = kv_cache.KVCache.for_layer(layer, x, max_len=context)
+        caches[n].append(*torch.randn(2, 1, n, context - 1, layer.d_head))
+    steps = {n: lambda n=n: (caches[n].crop(context - 1),
+                             kv_cache.decode_step(layers[n], x, caches[n])) for n in counts}
+    with torch.no_grad():
+        flops = {n: cost.count_flops(step) for n, step in steps.items()}
+        peak = {n: cost.peak_memory(step) for n, step in steps.items()}
+        times = cost.measure_times(steps, repeats=repeats, warmup=1, clock=clock)
+    print(f"\none cached step at position {context}, d_model={d_model}, {heads} query heads, "
+          f"{clock} clock, median of {repeats}")
+    print(cost.format_table(
+        ["KV heads", "cache MiB", "MFLOPs", "step peak KiB", "ms"],
+        [(n, f"{caches[n].nbytes / 2**20:.1f}", f"{flops[n] / 1e6:.1f}", peak[n] // 1024,
+          f"{times[n] * 1e3:.3f}") for n in counts]))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,6 +103,10 @@ def main(argv=None) -> int:
     parser.add_argument("--positions", type=int, nargs="+", default=[64, 256, 1024, 4096],
                         help="decoding positions t for the KV-cache comparison")
     parser.add_argument("--d-model", type=int, default=64, help="width of the decoding layer")
+    parser.add_argument("--context", type=int, default=8192,
+                        help="position of the grouped-query decoding step")
+    parser.add_argument("--kv-d-model", type=int, default=512,
+                        help="width of the grouped-query layer (8 query heads)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--clock", choices=["wall", "thread"], default="thread",
                         help="thread CPU time (default; steady on a shared machine) or wall time")
@@ -90,6 +118,7 @@ def main(argv=None) -> int:
     attention_forms(args.lengths, args.heads, args.d_head, args.repeats, args.clock,
                     args.block_size)
     decoding_steps(args.positions, args.d_model, 4, args.repeats, args.clock)
+    kv_head_steps(args.context, args.kv_d_model, 8, args.repeats, args.clock)
     return 0
 
 

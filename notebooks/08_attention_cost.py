@@ -9,29 +9,29 @@
 # %% [markdown]
 # # 08 · What attention costs
 #
-# Every token of self-attention looks at every other token directly. This notebook measures
-# what that costs on this machine (operations, time, memory), what it buys against a recurrent
-# layer, and the two tricks that make it affordable in practice: the KV cache used when a model
-# generates text, and the online softmax inside fused attention kernels.
+# Every token of self-attention looks at every other token directly. This notebook measures what
+# that costs on this machine (operations, time, memory), what it buys against a recurrent layer,
+# and the tricks that make it affordable when a model generates text: the KV cache, fewer
+# key/value heads than query heads, and the online softmax inside fused attention kernels.
 #
 # The measuring code is in `attnlab.cost`. Times are medians of several runs on this thread's
-# CPU clock (torch runs on one thread here). They differ between machines, so the cells that
-# print them are not compared by the tests; they assert only what holds anywhere.
+# CPU clock: they differ from machine to machine, and yours will differ from the ones shown.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - to count the operations of an attention layer and predict how they grow with the context
-#   length T: the scores like T², the projections like T;
-# - to measure time and peak memory against T, and to see where attention written out as its
-#   equation holds T×T matrices;
-# - what attention buys against a recurrent layer (LSTM): a chain of steps that does not grow
-#   with T, and a gradient that does not shrink by a factor per step;
-# - the KV cache: why generating token by token need not recompute the past, and what it saves;
-# - the online softmax: attention block by block, whose memory grows like T, as fused kernels do.
+# - to count an attention layer's operations and predict how they grow with the context length
+#   T, and to measure its time and memory against T;
+# - what attention buys against a recurrent layer (LSTM): a chain of dependent steps that does
+#   not grow with T, and a gradient that does not shrink by a factor per step (untrained layers);
+# - to build one decoding step with a KV cache, and what it saves against recomputing the past;
+# - to compute a real model's cache size from its configuration, and what fewer key/value heads
+#   (grouped-query attention) save per decoding step;
+# - the online softmax: attention block by block, with memory that grows like T.
 #
-# Assumes: notebook 01 (softmax(QKᵀ/√d_k)V and its heads), notebook 07 (the causal mask and
-# generating one token at a time), and that training follows the gradient of a loss.
+# Assumes: notebook 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), notebook 04
+# (rotary positions), notebook 07 (the causal mask, generating one token at a time), and that
+# training follows the gradient of a loss.
 
 # %% slideshow={"slide_type": "skip"}
 import math
@@ -45,6 +45,7 @@ from torch import nn
 
 import attnlab
 from attnlab import cost, kv_cache, online_softmax
+from attnlab.attention import merge_heads
 from attnlab.exercises import ex08
 from attnlab.report import fmt
 
@@ -59,7 +60,7 @@ def length_axes(ax, lengths, ylabel, title):
     ax.set_xticks(lengths, labels=[str(T) for T in lengths])
     ax.set(xlabel="sequence length T", ylabel=ylabel, title=title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
 
 
 # %% [markdown]
@@ -103,15 +104,19 @@ with torch.no_grad():
     short, long = counted_flops(64), counted_flops(256)
 flop_ratios = [b / a for a, b in zip(short, long)]
 print(cost.format_table(["part", "FLOPs, T = 64", "FLOPs, T = 256", "ratio"], [
-    (part, f"{a:,}", f"{b:,}", fmt(b / a, 1, guard=False))
+    (part, f"{a:,}", f"{b:,}", fmt(b / a, 1))
     for part, a, b in zip(["score part", "projections", "whole layer"], short, long)]))
+
+# %% tags=["remove-cell"]
 assert [short[0], short[2]] == [4 * 64**2 * D_MODEL, cost.layer_flops("attention", 64, D_MODEL)]
 assert flop_ratios == [16, 4, 8]
+
+# %%
 flop_guess = ex08.flop_ratios(flop_guess, flop_ratios)
 
 # %% [markdown]
 # The score part grew 16× (T²), the projections 4× (T), and the whole layer 8×, in between: at
-# T = d the two parts are of the same order. The T² part takes over as T grows past d, so the
+# T = d the two parts are of the same order. As T grows past d the T² part takes over, and the
 # layer's ratio for 4× the context climbs towards 16 (from the formula, `cost.layer_flops`):
 
 # %%
@@ -119,7 +124,9 @@ layer_grid = [16, 64, 256, 1024, 4096]
 grid_ratios = [cost.layer_flops("attention", 4 * T, D_MODEL)
                / cost.layer_flops("attention", T, D_MODEL) for T in layer_grid]
 print("T / d:                 " + "  ".join(f"{T / D_MODEL:>5g}" for T in layer_grid))
-print("FLOPs(4T) / FLOPs(T):  " + "  ".join(f"{fmt(r, 1, guard=False):>5}" for r in grid_ratios))
+print("FLOPs(4T) / FLOPs(T):  " + "  ".join(f"{fmt(r, 1):>5}" for r in grid_ratios))
+
+# %% tags=["remove-cell"]
 assert all(4 < r < 16 for r in grid_ratios) and all(np.diff(grid_ratios) > 0)
 
 # %% [markdown]
@@ -133,35 +140,37 @@ assert all(4 < r < 16 for r in grid_ratios) and all(np.diff(grid_ratios) > 0)
 # and reports the most bytes held at once.
 
 # %% slideshow={"slide_type": "skip"}
-SEQ_LENS = [128, 256, 512, 1024, 2048]
+SEQ_LENS = [256, 512, 1024, 2048]
 HEADS, D_HEAD = 2, 64
 qkv = {T: [torch.randn(1, HEADS, T, D_HEAD) for _ in range(3)] for T in SEQ_LENS}  # (1, H, T, 64)
 IMPLS = {"written out": attnlab.scaled_dot_product_attention,
          "fused": F.scaled_dot_product_attention}
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# First time, and the fused kernel's memory. Both depend on the machine, so the cell asserts
-# only that the *log-log slope* of time (the exponent p in time ∝ T^p) is near 2.
+# First time, and the fused kernel's memory; both depend on the machine. The *log-log slope* is
+# the exponent p in time ∝ T^p: 2 means the time grows like T².
 
 # %% tags=["nbval-ignore-output"]
 with torch.no_grad():
     times = cost.measure_times({(name, T): (lambda f=f, T=T: f(*qkv[T]))
                                 for name, f in IMPLS.items() for T in SEQ_LENS},
-                               repeats=7, warmup=1, clock="thread")
+                               repeats=5, warmup=1, clock="thread")
     fused_mem = np.array([cost.peak_memory(lambda T=T: F.scaled_dot_product_attention(*qkv[T]))
                           for T in SEQ_LENS])
 t_ours, t_fused = (np.array([times[name, T] for T in SEQ_LENS]) for name in IMPLS)
 print(cost.format_table(["T", "written out ms", "fused ms", "fused peak MiB"], [
     (T, f"{a * 1e3:.2f}", f"{b * 1e3:.2f}", f"{m / 2**20:.2f}")
     for T, a, b, m in zip(SEQ_LENS, t_ours, t_fused, fused_mem)]))
-slopes = [cost.loglog_slope(SEQ_LENS[1:], t[1:]) for t in (t_ours, t_fused, fused_mem)]
-print("log-log slopes (T >= 256): time written out {:.2f}, time fused {:.2f}, "
+slopes = [cost.loglog_slope(SEQ_LENS, t) for t in (t_ours, t_fused, fused_mem)]
+print("log-log slopes: time written out {:.2f}, time fused {:.2f}, "
       "fused memory {:.2f}".format(*slopes))
+
+# %% tags=["remove-cell"]
 assert all(1.4 < s < 3.5 for s in slopes[:2]) and slopes[2] < 1.5, slopes
 assert fused_mem[-1] < 4 * HEADS * SEQ_LENS[-1] ** 2, "the fused kernel must not hold a T×T matrix"
 
 # %% [markdown]
-# The written-out version's memory is exact (the same allocations on every machine), so it is
+# The written-out version's memory is the same on every machine (the same allocations), so it is
 # compared with one (H, T, T) float32 matrix counted by hand, 4 bytes · H · T²:
 
 # %%
@@ -172,15 +181,21 @@ with torch.no_grad():
                               F.scaled_dot_product_attention(*qkv[T]), atol=1e-5) for T in SEQ_LENS)
 tt_bytes = 4 * HEADS * np.array(SEQ_LENS) ** 2  # one (H, T, T) float32 matrix
 print(cost.format_table(["T", "T×T matrix MiB", "written-out peak MiB", "peak / T×T matrix"], [
-    (T, fmt(c / 2**20, 2, guard=False), fmt(m / 2**20, 2, guard=False), fmt(m / c, 2, guard=False))
+    (T, fmt(c / 2**20, 2), fmt(m / 2**20, 2), fmt(m / c, 2))
     for T, c, m in zip(SEQ_LENS, tt_bytes, ours_mem)]))
-mem_slope = cost.loglog_slope(SEQ_LENS[1:], ours_mem[1:])
-print(f"log-log slope of the written-out peak (T >= 256): {fmt(mem_slope, 2)}; "
+mem_slope = cost.loglog_slope(SEQ_LENS, ours_mem)
+print(f"log-log slope of the written-out peak: {fmt(mem_slope, 2)}; "
       f"same output as the fused kernel (to 1e-5): {same}")
+
+# %% tags=["remove-cell"]
 assert same and 1.9 < mem_slope < 2.1 and (ours_mem > 2 * tt_bytes).all()
+assert fmt(ours_mem[-1] / 2**20, 2) == "65.00"
+assert [fmt(r, 2) for r in (ours_mem / tt_bytes)[[-1, 0]]] == ["2.03", "2.25"]
+assert all(np.diff(ours_mem / tt_bytes) < 0)  # 2.25 at the shortest, 2.03 at the longest
+assert (fused_mem < tt_bytes).all()
 
 # %% tags=["hide-input"]
-fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.6))
+fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
 ax_t.plot(SEQ_LENS, t_ours * 1e3, "o-", label="written out")
 ax_t.plot(SEQ_LENS, t_fused * 1e3, "s-", label="fused")
 ax_t.plot(SEQ_LENS, t_ours[-1] * 1e3 * (np.array(SEQ_LENS) / SEQ_LENS[-1]) ** 2, "k:", label="∝ T²")
@@ -193,10 +208,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Both versions do the same T² operations, and their times grow with slopes near 2. Memory
-# differs: the written-out peak is just over two T×T matrices at every T (scores and weights
-# exist at the same moment), 65 MiB at T = 2048, with slope 1.95. The fused kernel's peak grows
-# far more slowly and stays below a single T×T matrix: it never stores one. Section 5 shows how.
+# Both versions do the same T² operations, and their times grow with slopes near 2 (above).
+# Memory differs: the written-out peak is two T×T matrices and a little more at every T (2.03 to
+# 2.25 of one: scores and weights exist at the same moment), 65.00 MiB at T = 2048. The fused
+# kernel's peak stays below a single T×T matrix: it never stores one. Section 6 shows how.
 
 # %% [markdown]
 # ## 3 · Attention against recurrence
@@ -208,7 +223,7 @@ plt.show()
 # but step t needs step t−1. `cost.dependency_depth` finds the longest chain of operations
 # that must run one after another, from the first token to the last output, in the autograd
 # graph (the record PyTorch keeps of every operation, to compute gradients). A parallel machine
-# (a GPU) can run everything else side by side, but not this chain.
+# can run everything else side by side, but not this chain.
 
 # %%
 LAYER_LENS = [64, 256, 1024]
@@ -219,29 +234,29 @@ mflops = {(kind, T): cost.layer_flops(kind, T, D_MODEL) / 1e6 for kind, T in cha
 print(cost.format_table(["T", "LSTM chain", "attention chain", "LSTM MFLOPs", "attention MFLOPs"], [
     (T, chain["lstm", T], chain["attention", T], fmt(mflops["lstm", T], 1),
      fmt(mflops["attention", T], 1)) for T in LAYER_LENS]))
+
+# %% tags=["remove-cell"]
 assert [chain["lstm", T] for T in LAYER_LENS] == [8 * T + 8 for T in LAYER_LENS]
-assert {chain["attention", T] for T in LAYER_LENS} == {24}
-assert mflops["attention", 64] < mflops["lstm", 64]
-assert mflops["attention", 256] > mflops["lstm", 256]
+assert {chain["attention", T] for T in LAYER_LENS} == {25}
+assert mflops["attention", 64] < mflops["lstm", 64] and mflops["attention", 256] > mflops["lstm", 256]
+assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 
 # %% [markdown]
-# The LSTM's chain grows by 8 operations per token (8200 at T = 1024); attention's is 24 at
-# every length. Attention does more operations than the LSTM from T = 256 on (the formulas are
-# equal at T = 2d = 128), 302 against 67 MFLOPs at T = 1024, but all of them can run at once.
+# The LSTM's chain grows by 8 operations per token (8200 at T = 1024); attention's is 25 at
+# every length. Attention does more operations than the LSTM from T = 256 on, 302 against 67
+# MFLOPs at T = 1024, but none of them waits for the previous token.
 
 # %% [markdown]
 # ### The gradient over a distance
 #
-# To learn that the first token matters for the last output,
-# training needs the gradient ∂y_T/∂x_1: how much the last output moves when the first token
-# does. Through an LSTM it is a product of one factor per step, each close to the forget gate's
-# value; through attention the last output reads the first token directly.
-# `cost.first_token_gradient` gives its size for each distance (median of 16 random sequences;
-# untrained layers, d = 32, float64). A gate is sigmoid(a), with sigmoid(a) = 1 / (1 + e^−a)
-# between 0 and 1, and a = (weights · input) + bias. PyTorch starts every LSTM bias near 0, so
-# its forget gates start near sigmoid(0) = 0.5: the LSTM forgets about half its memory per step.
-# A common initialisation sets the forget-gate bias to 1 (Gers et al. 2000, Jozefowicz et al.
-# 2015); we also try 3.
+# To learn that the first token matters for the last output, training needs the gradient
+# ∂y_T/∂x_1: how much the last output moves when the first token does. Through an LSTM it is a
+# product of one factor per step; through attention the last output reads the first token
+# directly. `cost.first_token_gradient` gives its size for each distance (median of 16 random
+# sequences, d = 32, float64), **on untrained layers**: what a layer offers training at its
+# start, not what a trained one does. PyTorch starts every LSTM bias near 0, so its forget gates
+# start near sigmoid(0) = 0.5; a common initialisation sets the forget-gate bias to 1 (Gers et
+# al. 2000, Jozefowicz et al. 2015); we also try 3.
 
 # %%
 DISTANCES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
@@ -271,67 +286,128 @@ print("forget gate at the start, sigmoid(bias): "
 attn_slope = cost.loglog_slope(DISTANCES[far], grads["attention"][far])
 print(f"attention: log-log slope {fmt(attn_slope, 2)} (a power of the distance)")
 g = {name: v[-1] for name, v in grads.items()}  # at distance 256
+
+# %% tags=["remove-cell"]
 assert per_step["LSTM default"] < 0.65 < per_step["LSTM bias 1"] < 0.85 < per_step["LSTM bias 3"]
+assert [fmt(per_step[n], 3) for n in LSTMS] == ["0.604", "0.812", "0.985"]
 assert -1.5 < attn_slope < -0.5 and g["attention"] > 1e50 * g["LSTM default"]
-assert g["LSTM bias 3"] > g["attention"]
+assert g["LSTM bias 3"] > g["attention"] and cost.sci(g["LSTM default"]) == "5.1e-57"
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(7, 3.6))
+fig, ax = plt.subplots(figsize=(8, 4))
 for (name, values), style in zip(grads.items(), ["o-", "o--", "o:", "s-"]):
     ax.semilogy(DISTANCES, values, style, label=name.replace("bias", "forget bias"))
 ax.set(xlabel="distance from the first token to the last output", ylabel="‖∂y_T / ∂x_1‖",
        title="gradient that reaches the first token (untrained layers)")
-ax.legend(fontsize=8)
+ax.legend(fontsize=10)
 ax.grid(True, which="both", alpha=0.3)
 plt.show()
 
 # %% [markdown]
-# What was measured is untrained layers. At PyTorch's default initialisation the LSTM's gradient
-# shrinks by a factor 0.604 per step, to 5.1e-57 at distance 256: the worst of the three starts.
-# With the forget-gate bias at 1 the factor is 0.812; at 3 it is 0.985, and at distance 256
-# its gradient is then larger than attention's. Attention's gradient shrinks too, like
-# distance^−0.98 (the last token spreads its weight over all the tokens), but as a power of the
-# distance, not as a factor per step. Here the LSTM reached far back only when its forget gates
-# started near 1 (0.953); what training does to them was not measured.
+# On these untrained layers, at PyTorch's default initialisation, the LSTM's gradient shrinks by
+# a factor 0.604 per step, to 5.1e-57 at distance 256. With the forget-gate bias at 1 the factor
+# is 0.812; at 3 it is 0.985, and at distance 256 its gradient is then larger than attention's.
+# Attention's gradient shrinks too (the last token spreads its weight over all the tokens), but
+# as a power of the distance, not by a factor per step. What training does to either was not
+# measured here.
 
 # %% [markdown]
 # ## 4 · Generating text: the KV (key-value) cache
 #
-# A decoder (notebook 07) generates one token at a time: it computes token t+1 from tokens
-# 1..t, appends it, and runs again. Under the causal mask no position attends to a later one,
-# so the keys and values of tokens 1..t come out the same at every later step. Without a cache
-# the layer recomputes them anyway: the whole prefix goes through it at each step
-# (`kv_cache.recompute_step`). A *KV cache* keeps them, and a step (`kv_cache.decode_step`)
-# handles only the new token x_t:
+# A decoder (notebook 07) generates one token at a time: it computes the output at position t
+# from tokens 0..t, appends the next token, and runs again. Under the causal mask no position
+# attends to a later one, so the keys and values of the earlier tokens come out the same at
+# every later step. Without a cache the layer recomputes them anyway: the whole prefix goes
+# through it at each step (`kv_cache.recompute_step`). A *KV cache* keeps them, and a step
+# handles only the new token.
 #
-# ```
-# q, k, v = x_t W_Q, x_t W_K, x_t W_V     # the new token only: (B, H, 1, D) each
-# K, V = cache.append(k, v)                # every key and value so far: (B, H, t, D)
-# y_t = softmax(q Kᵀ / √D) V, then W_O     # one query against t keys, no mask needed
-# ```
+# Many models have fewer key/value heads than query heads:
+# `MultiHeadAttention(d_model, n_heads, n_kv_heads=...)` projects the keys and values into
+# n_kv_heads heads only, and each serves a group of G = n_heads / n_kv_heads query heads, in
+# order: query head h reads key/value head h // G. n_kv_heads = n_heads is the classic layer,
+# 1 is *multi-query* attention, anything between is *grouped-query* attention. The cache stores
+# the n_kv_heads heads.
 #
-# Random vectors stand in for the embedded tokens (the equality does not depend on what the
-# tokens are); 48 steps, both ways:
+# **Your turn:** write `my_decode_step(attn, x_t, cache)`. `x_t` (B, 1, d_model) is the new
+# token; `cache` holds the keys and values of the tokens before it, (B, n_kv_heads, t − 1, D).
+# Return the layer's output for x_t, (B, 1, d_model), and leave x_t's key and value in the
+# cache. The pieces:
+#
+# - `attn.project(x_t, positions=torch.tensor([len(cache)]))` → q (B, n_heads, 1, D), k and v
+#   (B, n_kv_heads, 1, D); with rotary positions (notebook 04) the new token must be rotated
+#   where it sits, at position len(cache);
+# - `cache.append(k, v)` stores them and returns every key and value so far, (B, n_kv_heads, t, D);
+# - `attnlab.scaled_dot_product_attention(q, keys, values)` → (output, weights) once each query
+#   head has its key/value head; `merge_heads` (B, H, 1, D) → (B, 1, H·D); `attn.out`.
+#
+# The check runs your step token after token on a grouped-query layer and a rotary multi-query
+# one, and compares each output with `kv_cache.recompute_step` on the whole prefix.
+#
+# <details><summary>Hint 1</summary>
+#
+# The new token attends to itself too, so its key and value must be in the cache before its
+# query looks. Only n_kv_heads heads are stored: the query heads share them when attending.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Project; append; give each query head its group's key/value head by repeating each stored
+# head G times in place along the head axis (`repeat_interleave`); attend; merge the heads;
+# apply the output projection.
+# </details>
+
+# %%
+def my_decode_step(attn, x_t, cache):
+    ### BEGIN SOLUTION
+    q, k, v = attn.project(x_t, positions=torch.tensor([len(cache)]))  # (B, H, 1, D), (B, H_kv, 1, D)
+    keys, values = cache.append(k, v)  # (B, H_kv, t, D): the past and this token
+    group = attn.n_heads // attn.n_kv_heads  # query heads per key/value head
+    keys = keys.repeat_interleave(group, dim=1)  # (B, H, t, D)   head h reads head h // group
+    values = values.repeat_interleave(group, dim=1)  # (B, H, t, D)
+    heads, _ = attnlab.scaled_dot_product_attention(q, keys, values)  # (B, H, 1, D)
+    return attn.out(merge_heads(heads))  # (B, 1, d_model)
+    ### END SOLUTION
+
+
+my_decode_step = ex08.decode_step(my_decode_step)  # yours if it is right, attnlab's otherwise
+
+# %% [markdown]
+# Now 48 tokens, one by one, with whichever step the check returned, on three layers of 8 query
+# heads: 8 key/value heads, 2, and 1 (rotary). Random vectors stand in for the embedded tokens
+# (the equality does not depend on what the tokens are).
 
 # %%
 T_DEC = 48
 x_dec = torch.randn(1, T_DEC, D_MODEL)  # (1, T, d)
-cache = kv_cache.KVCache(1, mha.n_heads, mha.d_head, max_len=T_DEC)
-with torch.no_grad():
-    cached = [kv_cache.decode_step(mha, x_dec[:, t:t + 1], cache) for t in range(T_DEC)]
-    recomputed = [kv_cache.recompute_step(mha, x_dec[:, :t + 1]) for t in range(T_DEC)]
-agree = torch.allclose(torch.cat(cached, 1), torch.cat(recomputed, 1), atol=1e-5, rtol=0)
-print(f"cached step = recomputed step at all {T_DEC} steps (to 1e-5): {agree}")
-print(f"the cache now holds {len(cache)} keys and values, {cache.nbytes // 1024} KiB "
-      f"for this layer (2 · T · d float32 numbers)")
-assert agree and cache.nbytes == 2 * T_DEC * D_MODEL * 4
+decoders = {8: attnlab.MultiHeadAttention(D_MODEL, 8),
+            2: attnlab.MultiHeadAttention(D_MODEL, 8, n_kv_heads=2),
+            1: attnlab.MultiHeadAttention(D_MODEL, 8, n_kv_heads=1, rotary=True)}
+agree, held = {}, {}
+for n_kv, layer in decoders.items():
+    cache = kv_cache.KVCache.for_layer(layer, x_dec, max_len=T_DEC)
+    with torch.no_grad():
+        cached = torch.cat([my_decode_step(layer, x_dec[:, t:t + 1], cache)
+                            for t in range(T_DEC)], 1)  # (1, T, d)
+        recomputed = torch.cat([kv_cache.recompute_step(layer, x_dec[:, :t + 1])
+                                for t in range(T_DEC)], 1)  # (1, T, d)
+    agree[n_kv] = torch.allclose(cached, recomputed, atol=1e-5, rtol=0)
+    held[n_kv] = cache.nbytes
+    print(f"n_kv_heads = {n_kv}: cached = recomputed at all {T_DEC} steps (to 1e-5): "
+          f"{agree[n_kv]}; the cache holds {len(cache)} positions, {cache.nbytes / 1024:g} KiB")
+
+# %% tags=["remove-cell"]
+assert all(agree.values())
+assert held == {n: 2 * T_DEC * n * (D_MODEL // 8) * 4 for n in decoders}
 
 # %% [markdown]
-# **Work per step.** At position t (t tokens so far, the new one included) the cached step
-# costs 8·d² + 4·t·d FLOPs: the four projections of one token, then one query against t keys
-# and values. The recomputed step costs the whole layer over t tokens, 8·t·d² + 4·t²·d. Each
-# position's cache is filled with the t − 1 tokens before it in one pass
-# (`kv_cache.prefill`, as a server does with a prompt).
+# Same outputs as recomputing, at every step, for all three layers; the cache of the layer with
+# 1 key/value head is 8 times smaller than the classic layer's.
+#
+# **Work per step.** For the classic layer of section 1 (d = 64, 4 heads) at position t
+# (t tokens so far, the new one included), the cached step costs 8·d² + 4·t·d FLOPs: the four
+# projections of one token, then one query against t keys and values. The recomputed step costs
+# the whole layer over t tokens, 8·t·d² + 4·t²·d. Each position's cache is first filled with the
+# t − 1 tokens before it in one pass (`kv_cache.prefill`, as a server does with a prompt).
 
 # %%
 POSITIONS = [64, 128, 256, 512, 1024]
@@ -348,8 +424,10 @@ with torch.no_grad():
 cached_f, recomputed_f = ([flops_per_step[kind, t] for t in POSITIONS]
                           for kind in ("cached", "recomputed"))
 print(cost.format_table(["t", "cached kFLOPs", "recomputed MFLOPs", "recomputed / cached"], [
-    (t, fmt(a / 1e3, 1, guard=False), fmt(b / 1e6, 1, guard=False), b // a)
+    (t, fmt(a / 1e3, 1), fmt(b / 1e6, 1), b // a)
     for t, a, b in zip(POSITIONS, cached_f, recomputed_f)]))
+
+# %% tags=["remove-cell"]
 assert all(n == kv_cache.step_flops(t, D_MODEL, cached=kind == "cached")
            for (kind, t), n in flops_per_step.items())
 assert [b / a for a, b in zip(cached_f, recomputed_f)] == POSITIONS
@@ -371,10 +449,12 @@ slope_cached = cost.loglog_slope(POSITIONS, t_cached)
 slope_recomputed = cost.loglog_slope(POSITIONS[2:], t_recomputed[2:])
 print(f"log-log slope of time per step: cached {slope_cached:.2f}, "
       f"recomputed {slope_recomputed:.2f} (t >= 256)")
-assert slope_cached < 0.6 and 1.3 < slope_recomputed < 3.0 and speedup[-1] > 20, speedup
+
+# %% tags=["remove-cell"]
+assert slope_cached < 0.6 and 1.3 < slope_recomputed < 3.0 and 20 < speedup[-1] < 1024, speedup
 
 # %% tags=["hide-input"]
-fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(9, 3.6))
+fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 4))
 for kind, style in (("recomputed", "s-"), ("cached", "o-")):
     ax_f.plot(POSITIONS, [flops_per_step[kind, t] for t in POSITIONS], style, label=kind)
 ax_t.plot(POSITIONS, t_recomputed * 1e3, "s-", label="recomputed")
@@ -387,14 +467,163 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Without the cache a step's time grows like t² (slope near 2); with it, it hardly grows
-# (slope below 0.6): one token's products are so small that the fixed cost of each PyTorch call
-# outweighs the work. So the measured speed-up (more than 20× at t = 1024, asserted) is smaller
-# than the 1024× FLOP ratio. The price of the cache is memory: 2·t·d numbers per layer, growing
+# Without the cache a step's time grows with a slope well above 1; with it, it hardly grows
+# (slope below 0.6). The measured speed-up at t = 1024 (more than 20×) is far below the 1024×
+# FLOP ratio: at this size, time is not FLOPs. The price of the cache is memory, which grows
 # with every generated token.
 
 # %% [markdown]
-# ## 5 · The online softmax: how a fused kernel avoids the T×T matrix
+# ## 5 · The cache in real models: fewer key/value heads
+#
+# How much memory is that in a real model? A model's configuration lists its layers, its width
+# d_model, its query heads and its key/value heads, and its numbers are stored in 16 bits
+# (2 bytes) when it generates.
+#
+# **Your turn:** write `my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads,
+# bytes_per_number)`: the bytes the KV cache holds for one token of context, for the whole
+# model. The check passes a table of configurations: each argument is a tensor of whole numbers,
+# one entry per configuration, so write the formula with tensor arithmetic (`//` divides whole
+# numbers and keeps them whole).
+#
+# <details><summary>Hint 1</summary>
+#
+# Count what one token leaves behind in one layer, then in all the layers; every factor of the
+# configuration that sizes the cache appears once.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# In one layer a token leaves a key and a value for each key/value head, each of
+# d_model / n_heads numbers. Multiply by the layers, then by the bytes of one number.
+# </details>
+
+# %%
+def my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number):
+    ### BEGIN SOLUTION
+    d_head = d_model // n_heads  # numbers per head
+    return 2 * n_layers * n_kv_heads * d_head * bytes_per_number  # a key and a value (2)
+    ### END SOLUTION
+
+
+my_bytes_per_token = ex08.bytes_per_token(my_bytes_per_token)  # yours if right, else attnlab's
+
+# %% [markdown]
+# Published configurations (from the models' `config.json`), 16-bit. Mistral 7B v0.1 also has a
+# *sliding window*: each token attends only to the 4096 before it, so the cache never holds more
+# than 4096 tokens.
+
+# %%
+MODELS = {  # name: (layers, d_model, query heads, key/value heads, sliding window or None)
+    "Llama 2 7B": (32, 4096, 32, 32, None),
+    "Mistral 7B v0.1": (32, 4096, 32, 8, 4096),
+    "Llama 3 8B": (32, 4096, 32, 8, None),
+    "Falcon 7B": (32, 4544, 71, 1, None),
+    "Llama 2 70B": (80, 8192, 64, 8, None),
+}
+columns = torch.tensor([spec[:4] for spec in MODELS.values()]).T  # (4, models)
+per_token = my_bytes_per_token(*columns, torch.full_like(columns[0], 2))  # (models,) bytes
+CONTEXTS = [4096, 32768]
+cache_size = {(name, c): int(b) * min(c, spec[4] or c)  # a window keeps its last tokens only
+              for (name, spec), b in zip(MODELS.items(), per_token) for c in CONTEXTS}
+print(cost.format_table(["model", "KV heads / query heads", "KiB per token", "GiB at 4k",
+                         "GiB at 32k"], [
+    (name, f"{spec[3]} / {spec[2]}", int(b) // 1024,
+     *(fmt(cache_size[name, c] / 2**30, 2) for c in CONTEXTS))
+    for (name, spec), b in zip(MODELS.items(), per_token)]))
+
+# %% tags=["remove-cell"]
+assert per_token.tolist() == [kv_cache.bytes_per_token(n, kv, d // h) for n, d, h, kv, _ in
+                              MODELS.values()]
+assert [int(b) // 1024 for b in per_token] == [512, 128, 128, 8, 320]
+assert (per_token % 1024 == 0).all()
+assert [cache_size["Llama 2 7B", c] / 2**30 for c in CONTEXTS] == [2, 16]
+assert [cache_size["Llama 3 8B", c] / 2**30 for c in CONTEXTS] == [0.5, 4]
+assert [cache_size["Mistral 7B v0.1", c] / 2**30 for c in CONTEXTS] == [0.5, 0.5]
+assert cache_size["Llama 2 70B", 32768] / 2**30 == 10
+
+# %% [markdown]
+# The formula should count what a cache really allocates. At small scale, 16 tokens, a
+# `KVCache` per layer with each model's real head count and head size, in 16-bit:
+
+# %%
+SMALL = 16
+for name, (n_layers, d_model, n_heads, n_kv, _) in MODELS.items():
+    stack = [kv_cache.KVCache(1, n_kv, d_model // n_heads, SMALL, dtype=torch.float16)
+             for _ in range(n_layers)]
+    allocated = sum(c.nbytes for c in stack)
+    print(f"{name:<16} {n_layers} caches of (1, {n_kv}, {SMALL}, {d_model // n_heads}) x 2: "
+          f"{allocated // 1024:>5} KiB = {SMALL} × bytes per token: "
+          f"{allocated == SMALL * int(per_token[list(MODELS).index(name)])}")
+    del stack
+
+# %% tags=["remove-cell"]
+for name, b in zip(MODELS, per_token):
+    n_layers, d_model, n_heads, n_kv, _ = MODELS[name]
+    stack = [kv_cache.KVCache(1, n_kv, d_model // n_heads, SMALL, dtype=torch.float16)
+             for _ in range(n_layers)]
+    assert sum(c.nbytes for c in stack) == SMALL * int(b)
+
+# %% [markdown]
+# A 7B model with 32 key/value heads holds 512 KiB per token: 2 GiB of cache at 4k tokens of
+# context and 16 GiB at 32k, for one sequence. The same layers with 8 key/value heads hold a
+# quarter of that (4 GiB at 32k), and Mistral's sliding window stops the cache at 0.5 GiB
+# however long the context. Falcon 7B's single key/value head needs 8 KiB per token.
+#
+# **What fewer key/value heads save in a step.** One decoding step at position 8192 of a layer
+# with d_model = 512 and 8 query heads, with 1, 2 (n/4) and 8 key/value heads. The cache is
+# filled with random keys and values (what they hold changes neither the work nor the memory).
+# First what is exact on every machine: the cache's size, the step's FLOPs and the memory the
+# step itself allocates on top of the cache.
+
+# %%
+D_BIG, H_BIG, CONTEXT = 512, 8, 8192
+KV_COUNTS = [1, H_BIG // 4, H_BIG]
+x_new = torch.randn(1, 1, D_BIG)  # (1, 1, d): the token at position CONTEXT - 1
+big = {n: attnlab.MultiHeadAttention(D_BIG, H_BIG, n_kv_heads=n) for n in KV_COUNTS}
+big_caches = {}
+for n, layer in big.items():
+    big_caches[n] = kv_cache.KVCache.for_layer(layer, x_new, max_len=CONTEXT)
+    big_caches[n].append(*torch.randn(2, 1, n, CONTEXT - 1, layer.d_head))  # (1, n, 8191, D) x 2
+big_steps = {n: lambda n=n: (big_caches[n].crop(CONTEXT - 1),
+                             kv_cache.decode_step(big[n], x_new, big_caches[n])) for n in KV_COUNTS}
+with torch.no_grad():
+    big_flops = {n: cost.count_flops(step) for n, step in big_steps.items()}
+    big_peak = {n: cost.peak_memory(step) for n, step in big_steps.items()}
+print(cost.format_table(["KV heads", "cache MiB", "step MFLOPs", "step's own peak KiB"], [
+    (n, big_caches[n].nbytes // 2**20, fmt(big_flops[n] / 1e6, 1), big_peak[n] // 1024)
+    for n in KV_COUNTS]))
+
+# %% tags=["remove-cell"]
+assert [big_caches[n].nbytes // 2**20 for n in KV_COUNTS] == [4, 8, 32]
+assert max(big_flops.values()) < 1.1 * min(big_flops.values())
+assert max(big_peak.values()) < 2**20 and max(big_peak.values()) < 1.1 * min(big_peak.values())
+assert fmt(big_flops[H_BIG] / 1e6, 1) == "18.9" and fmt(big_caches[H_BIG].nbytes / 4e6, 1) == "8.4"
+
+# %% [markdown]
+# The cache shrinks with the key/value heads, 32 MiB → 8 → 4; the FLOPs hardly change (every
+# query head still scores all 8192 keys), and the step's own memory stays under 1 MiB for all
+# three, far less than a copy of the cache: the query heads of a group read their shared
+# key/value head where it is. Now the time of a step:
+
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    big_times = cost.measure_times(big_steps, repeats=7, warmup=1, clock="thread")
+for n in KV_COUNTS:
+    print(f"{n} KV heads: {big_times[n] * 1e3:.2f} ms per step "
+          f"({big_times[n] / big_times[H_BIG]:.2f} × the time with {H_BIG})")
+
+# %% tags=["remove-cell"]
+assert big_times[H_BIG] > 1.3 * big_times[1] and big_times[H_BIG] > big_times[H_BIG // 4], big_times
+
+# %% [markdown]
+# The FLOPs were the same, the times were not: the step with 8 key/value heads took the longest,
+# and the one with 1 took less than 1/1.3 of its time. What differed is the bytes of cache each
+# step reads. A decoding step does little arithmetic per number it reads (18.9 MFLOPs for the
+# 8.4 million numbers of the 8-head cache, about 2 each), so reading the cache costs time of its
+# own. Fewer key/value heads mean fewer bytes per token, in memory and in every step.
+
+# %% [markdown]
+# ## 6 · The online softmax: how a fused kernel avoids the T×T matrix
 #
 # $\text{softmax}(s)_j = e^{s_j - m} / \sum_i e^{s_i - m}$, with $m$ the largest score of the row
 # (subtracted so that exp cannot overflow). It seems to need the whole row of T scores before
@@ -405,15 +634,22 @@ plt.show()
 # acc / total is the attention output. This is the *online softmax* (Milakov and Gimelshein
 # 2018), the core of FlashAttention (Dao et al. 2022).
 #
-# **Implement** `online_update(m, total, acc, scores, v_block)`: fold one block into the state
-# and return the new `(m, total, acc)`. Shapes: m and total (..., T_q, 1), acc (..., T_q, d_v),
-# scores (..., T_q, block), v_block (..., block, d_v).
+# **Your turn:** write `online_update(m, total, acc, scores, v_block)`: fold one block into the
+# state and return the new `(m, total, acc)`. Shapes: m and total (..., T_q, 1), acc
+# (..., T_q, d_v), scores (..., T_q, block), v_block (..., block, d_v).
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1</summary>
 #
-# `m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))`; `p = torch.exp(scores - m_new)`;
-# the old total and acc each get the factor `torch.exp(m - m_new)`, then add `p`'s row sums and
-# `p @ v_block`.
+# Three things change: the max, the total and acc. The old total and acc were sums of terms
+# measured against the old max; bring them to the new one before adding the block's own terms.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# The new max is the element-wise larger of the old max and the block's largest score (per
+# query row, kept as a column). exp(old max − new max) rescales the old total and acc; the
+# block's terms are exp(scores − new max), summed along the keys for the total and multiplied
+# by v_block for acc.
 # </details>
 
 # %%
@@ -442,13 +678,14 @@ two_blocks = acc / total  # (1, 2, 16, 8)
 full, _ = attnlab.scaled_dot_product_attention(q, k, v)
 same = torch.allclose(two_blocks, full, atol=1e-6, rtol=0)
 print(f"two blocks = full attention (to 1e-6): {same}")
+
+# %% tags=["remove-cell"]
 assert same
 
 # %% [markdown]
-# `online_softmax.blockwise_attention` runs the same update over blocks of 128 keys. Against
-# the written-out attention on the inputs of section 2, first the largest difference: in
-# float64 (about 16 significant digits), where rounding is negligible, and in float32 (about 7),
-# the precision both run in above.
+# `online_softmax.blockwise_attention` runs the same update over blocks of 128 keys. Against the
+# written-out attention on the inputs of section 2, first the largest difference, in float64
+# (about 16 significant digits) and in float32 (about 7):
 
 # %%
 def largest_difference(dtype):
@@ -463,6 +700,8 @@ def largest_difference(dtype):
 err64, err32 = largest_difference(torch.float64), largest_difference(torch.float32)
 print(f"largest |block by block - written out|: float64 below 1e-12: {err64 < 1e-12}, "
       f"float32 below 1e-6: {err32 < 1e-6}")
+
+# %% tags=["remove-cell"]
 assert err64 < 1e-12 and err32 < 1e-6
 
 # %% [markdown]
@@ -473,56 +712,40 @@ with torch.no_grad():
     online_mem = np.array([cost.peak_memory(lambda T=T: online_softmax.blockwise_attention(*qkv[T]))
                            for T in SEQ_LENS])
 print(cost.format_table(["T", "written-out peak MiB", "block-by-block peak MiB", "ratio"], [
-    (T, fmt(a / 2**20, 2, guard=False), fmt(b / 2**20, 2, guard=False), fmt(a / b, 1, guard=False))
+    (T, fmt(a / 2**20, 2), fmt(b / 2**20, 2), fmt(a / b, 1))
     for T, a, b in zip(SEQ_LENS, ours_mem, online_mem)]))
 online_slope = cost.loglog_slope(SEQ_LENS, online_mem)
 print(f"log-log slope of the block-by-block peak: {fmt(online_slope, 2)}")
+
+# %% tags=["remove-cell"]
 assert 0.9 < online_slope < 1.1 and online_mem[-1] * 7 < ours_mem[-1]
+assert fmt(online_mem[-1] / 2**20, 2) == "9.08" and fmt(ours_mem[-1] / online_mem[-1], 1) == "7.2"
+gap = ours_mem / online_mem
+assert all(gap[1:] / gap[:-1] > 1.8) and 0.9 < gap[0] < 1.1
 
 # %% [markdown]
-# Block by block gives the same attention: within 1e-6 in float32 and 1e-12 in float64, so
-# the method is exact and only rounding separates the two. Its peak memory grows like T (slope
-# 1.00), not T²: one block of 128 scores per query exists at a time, never a whole row. At
-# T = 128 that block is the whole row and the extra state costs more than it saves; at
-# T = 2048 it needs 7.2× less memory, and the gap doubles with every doubling of T. This is
-# what the fused kernel did in section 2; fused kernels also split the queries into blocks and
-# run each block inside one compiled function, not a Python loop.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The numbers this notebook measured, once more:
-
-# %% tags=["hide-input"]
-lessons = {
-    "4× context: score, projection, layer FLOPs": " / ".join(f"{r:g}" for r in flop_ratios),
-    "written-out peak at T = 2048 (MiB), slope": f"{fmt(ours_mem[-1] / 2**20, 2, guard=False)}, "
-                                                 f"{fmt(mem_slope, 2)}",
-    "chain at T = 1024: LSTM, attention": f"{chain['lstm', 1024]}, {chain['attention', 1024]}",
-    "LSTM factor per step, default / bias 1 / bias 3": " / ".join(fmt(per_step[n], 3)
-                                                                  for n in LSTMS),
-    "gradient at distance 256, LSTM bias 3 / attention": f"{cost.sci(g['LSTM bias 3'])} / "
-                                                         f"{cost.sci(g['attention'])}",
-    "KV cache: recomputed / cached FLOPs at t = 1024": fmt(
-        flops_per_step["recomputed", 1024] / flops_per_step["cached", 1024], 0, guard=False),
-    "online softmax: peak at T = 2048 (MiB), slope":
-        f"{fmt(online_mem[-1] / 2**20, 2, guard=False)}, {fmt(online_slope, 2)}",
-}
-for name, value in lessons.items():
-    print(f"{name:<50} {value}")
-assert list(lessons.values()) == ["16 / 4 / 8", "65.00, 1.95", "8200, 24", "0.604 / 0.812 / 0.985",
-                                  "9.9e-03 / 6.7e-03", "1024", "9.08, 1.00"]
+# Block by block gives the same attention: within 1e-6 in float32 and 1e-12 in float64, so only
+# rounding separates the two. Its peak memory grows like T (slope 1.00), not T²: one block of
+# 128 scores per query exists at a time, never a whole row. At T = 256 the two peaks are about
+# the same; at T = 2048 it needs 7.2× less memory, the gap about doubling with every doubling of
+# T. This
+# is how the fused kernel of section 2 stays below one T×T matrix.
 
 # %% [markdown]
 # ## What we learned
 #
 # - Counted exactly, 4× the context multiplied the score FLOPs by 16, the projection FLOPs by 4
 #   and the whole layer's by 8 at T = d = 64: the T² part dominates only once T is well above d.
-# - Attention written out holds two T×T matrices at its peak (65 MiB at T = 2048, slope 1.95);
-#   the fused kernel does the same T² operations in less than one T×T matrix.
-# - An LSTM's chain of dependent steps grows with T (8200 at T = 1024), attention's stays 24.
-#   Untrained, at PyTorch's default initialisation, the LSTM's gradient shrank by 0.604 per
-#   step, the worst of the three starts measured; with forget bias 3 the factor was 0.985 and
-#   the gradient at distance 256 exceeded attention's, which falls as a power of the distance.
-# - A KV cache gives the same outputs as recomputing the prefix and does t times fewer FLOPs
-#   at position t (1024× at t = 1024), for memory that grows with every token.
+# - Attention written out holds two T×T matrices at its peak (65.00 MiB at T = 2048); the fused
+#   kernel does the same T² operations in less than one T×T matrix.
+# - An LSTM's chain of dependent steps grows with T (8200 at T = 1024), attention's stays 25.
+#   On untrained layers at PyTorch's default initialisation, the LSTM's gradient shrank by 0.604
+#   per step; with forget bias 3 by 0.985, and at distance 256 it then exceeded attention's,
+#   which falls as a power of the distance.
+# - A KV cache step (yours) gives the same outputs as recomputing the prefix, and does t times
+#   fewer FLOPs at position t (1024× at t = 1024), for memory that grows with every token.
+# - A 7B model's cache holds 512 KiB per token with 32 key/value heads, 128 KiB with 8: 16 GiB
+#   against 4 GiB at 32k tokens. With the same FLOPs, a decoding step with fewer key/value heads
+#   read a smaller cache and ran faster.
 # - The online softmax gives the same attention block by block, with a peak memory that grows
-#   like T (9.08 MiB at T = 2048, slope 1.00): the idea inside fused attention kernels.
+#   like T (9.08 MiB at T = 2048): the idea inside fused attention kernels.
