@@ -44,6 +44,20 @@ def as_bool_mask(mask, name: str = "mask") -> torch.Tensor:
     return mask != 0
 
 
+def broadcast(*shapes) -> tuple[int, ...] | None:
+    """The shape `shapes` broadcast to, or None when they do not broadcast (NumPy's rule:
+    aligned from the right, each size equal or 1). Plain Python: torch.broadcast_shapes imports
+    sympy on its first call, a second of every notebook's first attention."""
+    out: list[int] = []
+    for sizes in zip(*(tuple(reversed(s)) + (1,) * (max(map(len, shapes)) - len(s))
+                       for s in shapes)):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            return None
+        out.append(big.pop() if big else 1)
+    return tuple(reversed(out))
+
+
 def check_attention_args(q, k, v, mask=None) -> torch.Tensor | None:
     """The argument checks of `scaled_dot_product_attention`; returns the mask as bool (or None).
 
@@ -60,22 +74,17 @@ def check_attention_args(q, k, v, mask=None) -> torch.Tensor | None:
             f"k and v must have the same number of keys T_k (dimension -2), "
             f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    batch = broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if batch is None:
         raise ValueError(
             f"the leading (batch/head) dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} and "
             f"v {tuple(v.shape)} do not broadcast"
-        ) from None
+        )
     if mask is None:
         return None
     mask = as_bool_mask(mask)
     scores = (*batch, q.shape[-2], k.shape[-2])  # (..., T_q, T_k)
-    try:
-        full = torch.broadcast_shapes(mask.shape, scores)
-    except RuntimeError:
-        full = None
-    if full != scores:
+    if broadcast(mask.shape, scores) != scores:
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
                          f"shape {scores} (..., T_q, T_k)")
     return mask
@@ -270,11 +279,7 @@ class MultiHeadAttention(nn.Module):
         mask = as_bool_mask(mask)
         B, T = x.shape[:2]
         weights = (B, self.n_heads, T, T if context is None else context.shape[1])
-        try:
-            fits = torch.broadcast_shapes(mask.shape, weights) == weights
-        except RuntimeError:
-            fits = False
-        if not fits:
+        if broadcast(mask.shape, weights) != weights:
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
                              f"weights' shape {weights} (B, H, T, S)")
         return mask

@@ -15,6 +15,7 @@ import math
 
 import torch
 
+from .attention import broadcast
 from .checks import check_int, check_tensor
 
 
@@ -34,7 +35,7 @@ def online_update(m: torch.Tensor, total: torch.Tensor, acc: torch.Tensor, score
 
 def empty_state(q: torch.Tensor, v: torch.Tensor):
     """The state before any key: m = -inf, total = 0, acc = 0 (shapes as in `online_update`)."""
-    rows = (*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2])
+    rows = (*broadcast(q.shape[:-2], v.shape[:-2]), q.shape[-2])
     m = torch.full((*rows, 1), -math.inf, dtype=q.dtype, device=q.device)  # (..., T_q, 1)
     acc = torch.zeros((*rows, v.shape[-1]), dtype=v.dtype, device=v.device)  # (..., T_q, d_v)
     return m, torch.zeros_like(m), acc

@@ -163,19 +163,25 @@ UNMET = f"{NOT_ATTEMPTED}... (a ✓ line in the full edition)"
 def text_lines(cell, sanitize: list[tuple[str, str]] = ()) -> list[str]:
     """The lines a cell's text outputs show, as nbval compares them: stream text (stdout and
     stderr, each line prefixed with its stream when stderr) and `text/plain`; images, HTML and
-    widget views are not text. Each `(pattern, replacement)` of `sanitize` is applied first."""
-    chunks: list[str] = []
+    widget views are not text. Consecutive outputs of one stream are one text (a kernel may
+    flush a print in two pieces), and each `(pattern, replacement)` of `sanitize` is applied
+    to it before it is cut into lines."""
+    pieces: list[list[str]] = []  # [prefix, text] runs
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
         if kind == "stream":
             text = "".join(output.get("text", ""))
             prefix = "[stderr] " if output.get("name") == "stderr" else ""
+            if pieces and pieces[-1][0] == prefix and pieces[-1][2]:
+                pieces[-1][1] += text  # the same stream, flushed in another piece
+                continue
+            pieces.append([prefix, text, True])
         elif kind in {"execute_result", "display_data"} and TEXT_PLAIN in output.get("data", {}):
-            text, prefix = "".join(output["data"][TEXT_PLAIN]) + "\n", ""
+            pieces.append(["", "".join(output["data"][TEXT_PLAIN]) + "\n", False])
         elif kind == "error":
-            text, prefix = f"{output.get('ename')}: {output.get('evalue')}\n", "[error] "
-        else:
-            continue
+            pieces.append(["[error] ", f"{output.get('ename')}: {output.get('evalue')}\n", False])
+    chunks: list[str] = []
+    for prefix, text, _ in pieces:
         for pattern, replacement in sanitize:
             text = re.sub(pattern, replacement, text)
         chunks += [prefix + line for line in text.splitlines()]

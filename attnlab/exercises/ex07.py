@@ -28,6 +28,7 @@ import math
 import torch
 from torch import nn
 
+from ..attention import broadcast
 from ..attention import causal_mask as reference_mask
 from ..blocks import DecoderBlock
 from ..generation import VOCAB, filter_logits, sort_task
@@ -68,11 +69,7 @@ def _both_problem(got, expected: torch.Tensor, real: torch.Tensor) -> str | None
         return tensor_problem(got, expected, name="your mask")
     if got.dtype != torch.bool:
         return f"your mask has dtype {got.dtype}, expected torch.bool (True: may attend)"
-    try:
-        fits = torch.broadcast_shapes(got.shape, scores) == scores
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if broadcast(got.shape, scores) != scores:
         return (f"your mask of shape {tuple(got.shape)} does not broadcast to (B, H, T, T) = "
                 f"{scores}, the scores' shape: shapes line up from the right, so a mask's axes "
                 "must end in (batch, heads, queries, keys), with size 1 where it does not vary")
