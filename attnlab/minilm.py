@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -62,7 +62,9 @@ class Tokenized:
 
     `ids` (B, T) and `keep` (B, T, True = a real token, False = padding); `tokens` the word
     pieces of each text (without padding); `lengths` how many word pieces each text had before
-    truncation (with [CLS] and [SEP]); `truncated` whether that exceeded `max_length`.
+    truncation (with [CLS] and [SEP]); `truncated` whether that exceeded `max_length`;
+    `word_ids` for each word piece the index of the word it belongs to (words split at spaces
+    and punctuation, counted from 0), None for [CLS] and [SEP]: how a word maps to its pieces.
     """
 
     ids: torch.Tensor
@@ -70,6 +72,7 @@ class Tokenized:
     tokens: list[list[str]]
     lengths: list[int]
     truncated: list[bool]
+    word_ids: list[list[int | None]] = field(default_factory=list)
 
 
 class MiniLM(nn.Module):
@@ -129,21 +132,24 @@ class MiniLM(nn.Module):
 
     def _pad(self, encodings) -> Tokenized:
         """Cut each `tokenizers.Encoding` to max_length and pad them into one batch."""
-        rows, tokens, lengths = [], [], []
+        rows, tokens, lengths, words = [], [], [], []
         for enc in encodings:
-            ids, toks = enc.ids, enc.tokens
+            ids, toks, word_ids = enc.ids, enc.tokens, enc.word_ids
             lengths.append(len(ids))
             if len(ids) > self.max_length:  # keep [CLS] + the first pieces, close with [SEP]
                 ids = ids[: self.max_length - 1] + ids[-1:]
                 toks = toks[: self.max_length - 1] + toks[-1:]
+                word_ids = word_ids[: self.max_length - 1] + word_ids[-1:]
             rows.append(ids)
             tokens.append(toks)
+            words.append(word_ids)
         T = max((len(r) for r in rows), default=0)
         ids = torch.tensor([r + [0] * (T - len(r)) for r in rows], dtype=torch.long)  # (B, T) 0=PAD
         ids = ids.reshape(len(rows), T)
         n_kept = torch.tensor([len(r) for r in rows], dtype=torch.long)  # (B,)
         keep = torch.arange(T) < n_kept[:, None]  # (B, T)
-        return Tokenized(ids, keep, tokens, lengths, [n > self.max_length for n in lengths])
+        return Tokenized(ids, keep, tokens, lengths, [n > self.max_length for n in lengths],
+                         words)
 
     # -- the network ------------------------------------------------------------------------
     def forward(self, ids: torch.Tensor, keep: torch.Tensor):

@@ -169,6 +169,7 @@ def test_long_text_is_truncated_and_says_so(model):
     assert batch.lengths[0] == 5002 and batch.lengths[1] == 4
     assert len(batch.tokens[0]) == DEFAULT_MAX_LENGTH == 256
     assert batch.tokens[0][0] == "[CLS]" and batch.tokens[0][-1] == "[SEP]"
+    assert batch.word_ids[0] == [None, *range(254), None]  # cut with the pieces they belong to
     assert batch.ids.shape == (2, 256)
     tokens, maps = model.attention_maps(long)
     assert len(tokens) == 256 and maps[0].shape == (1, 12, 256, 256)
