@@ -1,67 +1,209 @@
 """Notebook 06's exercises: the right answers and the typical mistakes, one case per ✗ message.
-(Hostile answers, for every check at once: tests/test_exercises.py.) Synthetic tensors for the
-checks; MiniLM (0.5 s to load) only for `encode_without_key`, the measurement behind the
-[CLS] exercise."""
+(Hostile answers, for every check at once: tests/test_exercises.py.) Synthetic tensors and a
+stand-in for `attention_maps` for the checks; MiniLM (0.5 s to load) for the measurements
+behind them (`encode_without_key`, `reliability`'s use) and one real minimal pair."""
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from exercise_doubles import expect
 
 from attnlab import assets
+from attnlab.attention import scaled_dot_product_attention
 from attnlab.exercises import ex06
-from attnlab.minilm import MiniLM, load_minilm
-from attnlab.sentiment import encode_without_key
+from attnlab.minilm import load_minilm
+from attnlab.sentiment import encode_without_key, reliability
 
-# --- implement mean pooling --------------------------------------------------------------------
+# --- predict: uniform attention -------------------------------------------------------------------
 
-def pool_right(hidden, keep):
-    k = keep.unsqueeze(-1).to(hidden.dtype)               # (B, T, 1)
-    return F.normalize((hidden * k).sum(1) / k.sum(1), dim=1)
+
+def test_uniform_cosine(capsys):
+    expect(capsys, ex06.uniform_cosine, [0.5, torch.tensor(0.35)], "✓",
+           "; measured 0.44. With every weight equal", 0.439)
+    expect(capsys, ex06.uniform_cosine, [0.95], "✗",  # "attention only fine-tunes the vectors"
+           "more than 0.15 apart). Hint: With every weight equal", 0.439)
+
+
+# --- implement: a key taken out two ways ----------------------------------------------------------
+
+def _hidden(k, key):
+    return torch.arange(k.shape[-2]) == key[:, None]  # (B, S)
+
+
+def right(q, k, v, key, how):
+    hidden = _hidden(k, key)
+    if how == "mask":
+        return scaled_dot_product_attention(q, k, v, ~hidden[:, None, None, :])[0]
+    return scaled_dot_product_attention(q, k, v * ~hidden[:, None, :, None])[0]
+
+
+def value_as_column(q, k, v, key, how):
+    """"value" done as zeroing the column after the softmax: the same output, so right."""
+    if how == "mask":
+        return right(q, k, v, key, how)
+    _, w = scaled_dot_product_attention(q, k, v)
+    return w.masked_fill(_hidden(k, key)[:, None, None, :], 0.0) @ v
+
+
+def mask_after_softmax(q, k, v, key, how):
+    return value_as_column(q, k, v, key, "value") if how == "mask" else right(q, k, v, key, how)
+
+
+def mask_inverted(q, k, v, key, how):
+    if how == "mask":
+        return scaled_dot_product_attention(q, k, v, _hidden(k, key)[:, None, None, :])[0]
+    return right(q, k, v, key, how)
+
+
+def zeroed_key(q, k, v, key, how):
+    if how == "value":
+        return scaled_dot_product_attention(q, k * ~_hidden(k, key)[:, None, :, None], v)[0]
+    return right(q, k, v, key, how)
+
+
+def query_hidden(q, k, v, key, how):
+    if how == "mask":
+        return scaled_dot_product_attention(q, k, v, ~_hidden(k, key)[:, None, :, None])[0]
+    return right(q, k, v, key, how)
 
 
 @pytest.mark.parametrize("answers, mark, words", [
-    ([pool_right, MiniLM.pool,
-      lambda h, k: F.normalize((h * k.unsqueeze(-1)).sum(1), dim=1)],  # the sum points the same way
-     "✓", "mean pooling: matches attnlab's version on 3 random inputs."),
-    ([lambda h, k: F.normalize(h.mean(1), dim=1),  # padding included
-      lambda h, k: pool_right(h, k) * k.sum(1, keepdim=True),  # not scaled to length 1
-      lambda h, k: F.normalize((h * k.unsqueeze(-1)).sum(1), dim=0),  # normalised over the batch
-      lambda h, k: F.normalize(h[:, 0], dim=1)],  # the [CLS] vector instead of the mean
-     "✗", "differs from the reference"),
-    ([lambda h, k: F.normalize((h * k).sum(1), dim=1)], "✗", "raised RuntimeError"),  # (B, T)
-    ([lambda h, k: h], "✗", "has shape (3, 5, 8), expected (3, 8)"),
+    ([right, value_as_column], "✓", "without_key: matches attnlab's version on 6 random inputs."),
+    ([mask_after_softmax], "✗", "zeroing the key's weights after the softmax gives"),
+    ([mask_inverted], "✗", "every query reads only that key"),
+    ([zeroed_key], "✗", "you zeroed the key vector"),
+    ([query_hidden], "✗", "you took out a query (a row of the weights)"),
+    ([lambda q, k, v, key, how: right(q, k, v, key, "mask")], "✗",  # `how` ignored
+     'your output for how="value" differs from the reference'),
 ])
-def test_mean_pool(capsys, answers, mark, words):
-    expect(capsys, ex06.mean_pool, answers, mark, words)
+def test_without_key(capsys, answers, mark, words):
+    expect(capsys, ex06.without_key, answers, mark, words)
 
 
-# --- explore: "it" -> "cat" --------------------------------------------------------------------
+# --- explore: a minimal pair ----------------------------------------------------------------------
+
+PAIR, CANDIDATES, HEAD, MAPS = ex06.minimal_pair.exercise.args()  # a stand-in for MiniLM's maps
+
+
+def weights_of(pair=PAIR, head=HEAD, query="it", keys=CANDIDATES):
+    rows = []
+    for sentence in pair:
+        tokens, maps = MAPS(sentence)
+        w = maps[head[0]][0, head[1]]
+        rows.append([float(w[tokens.index(query), tokens.index(c)]) for c in keys])
+    return rows
+
+
+def test_minimal_pair_recomputes_the_students_weights(capsys):
+    ok = weights_of()
+    moved = (ok[1][1] - ok[1][0]) - (ok[0][1] - ok[0][0])
+    got = expect(capsys, ex06.minimal_pair, [ok, np.array(ok), torch.tensor(ok)], "✓",
+                 f"the one word moved it by {moved:+.2f} towards 'cat'",
+                 PAIR, CANDIDATES, HEAD, MAPS)
+    assert got[0] is ok
+    reference = ex06.minimal_pair(..., PAIR, CANDIDATES, HEAD, MAPS)
+    assert torch.allclose(reference, torch.tensor(ok, dtype=torch.float64))
+    capsys.readouterr()
+
+
+def _reads_it(pair=PAIR):
+    rows = []
+    for sentence in pair:
+        tokens, maps = MAPS(sentence)
+        w = maps[HEAD[0]][0, HEAD[1]]
+        rows.append([float(w[tokens.index(c), tokens.index("it")]) for c in CANDIDATES])
+    return rows
+
+
+@pytest.mark.parametrize("weights, words", [
+    (np.array(weights_of()).T.tolist(), "your rows are the candidates"),
+    (_reads_it(), 'the weights each candidate puts on "it"'),
+    (weights_of(head=(0, 0)), "not the weights recomputed from your sentences"),
+    ([0.1, 0.2, 0.3, 0.4], "weights should be 2 x 2 numbers"),
+])
+def test_minimal_pair_wrong_weights(capsys, weights, words):
+    expect(capsys, ex06.minimal_pair, [weights], "✗", words, PAIR, CANDIDATES, HEAD, MAPS)
+
+
+@pytest.mark.parametrize("pair, candidates, head, words", [
+    (("The dog bit the cat because it was angry.", "The cat bit the dog because it was angry."),
+     CANDIDATES, HEAD, "the same but for one word"),
+    (("The dog bit the cat since he was angry.", "The dog bit the cat since he was scared."),
+     CANDIDATES, HEAD, 'hold the word "it" exactly once'),
+    (PAIR, ("dog", "mouse"), HEAD, "hold the candidate 'mouse' exactly once"),
+    ("The dog bit the cat.", CANDIDATES, HEAD, "pair should be two sentences"),
+    (PAIR, CANDIDATES, (2, 0), "the layer should be a whole number from 0 to 1"),
+])
+def test_minimal_pair_that_is_not_one(capsys, pair, candidates, head, words):
+    assert expect(capsys, ex06.minimal_pair, [[[0.1, 0.2], [0.3, 0.4]]], "✗", words,
+                  pair, candidates, head, MAPS) == [None]
+
+
+def test_minimal_pair_waits_for_a_head(capsys):
+    expect(capsys, ex06.minimal_pair, [[[0.1, 0.2], [0.3, 0.4]]], "○", "choose a (layer, head)",
+           PAIR, CANDIDATES, (..., ...), MAPS)
+
+
+# --- implement: reliability bins ------------------------------------------------------------------
+
+def bins_by_loop(confidence, correct, n_bins):
+    width = 0.5 / n_bins
+    count = torch.zeros(n_bins, dtype=torch.int64)
+    conf = torch.full((n_bins,), float("nan"), dtype=confidence.dtype)
+    acc = conf.clone()
+    for b in range(n_bins):
+        upper = confidence < 0.5 + (b + 1) * width if b < n_bins - 1 else confidence <= 1
+        inside = (confidence >= 0.5 + b * width) & upper
+        count[b] = inside.sum()
+        if count[b]:
+            conf[b], acc[b] = confidence[inside].mean(), correct[inside].to(conf.dtype).mean()
+    return count, conf, acc
+
+
+def uncapped(confidence, correct, n_bins):
+    bins = ((confidence - 0.5) / 0.5 * n_bins).long()
+    count = torch.bincount(bins, minlength=n_bins)
+    zeros = torch.zeros(len(count), dtype=confidence.dtype)
+    return (count, zeros.index_add(0, bins, confidence) / count,
+            zeros.index_add(0, bins, correct.to(confidence.dtype)) / count)
+
+
+def dropping_ones(confidence, correct, n_bins):
+    keep = confidence < 1
+    return reliability(confidence[keep], correct[keep], n_bins)
+
+
+def over_zero_to_one(confidence, correct, n_bins):
+    return reliability(0.5 + confidence / 2, correct, n_bins)  # the bins of c over [0, 1]
+
+
+def empty_as_zero(confidence, correct, n_bins):
+    return tuple(t.nan_to_num(0.0) for t in reliability(confidence, correct, n_bins))
+
 
 @pytest.mark.parametrize("answers, mark, words", [
-    ([(4, 7), [4, 7], torch.tensor([4, 7]), (np.int64(4), np.int64(7)), (4.0, 7.0)], "✓",
-     '"it" → "cat": layer 4, head 7 puts 1.00 of "it"\'s attention on "cat", the most of all 72 '
-     'heads.'),
-    ([(3, 7), (0, 0)], "✗", "another head puts more. Hint: for every layer"),
-    ([(6, 7), (-1, 7), (4.5, 7)], "✗", "the layer should be a whole number from 0 to 5"),
-    ([(4, 12)], "✗", "the head should be a whole number from 0 to 11"),
-    ([(4,), 47], "✗", "expected a pair (layer, head)"),
-    ([(..., ...)], "○", "not attempted yet"),  # the notebook passes (my_layer, my_head)
+    ([reliability, bins_by_loop], "✓", "reliability: matches attnlab's version on 3 random inputs"),
+    ([uncapped], "✗", "lands one past the last bin unless you cap it"),
+    ([dropping_ones], "✗", "your counts add up to"),
+    ([over_zero_to_one], "✗", "your bins cut [0, 1]"),
+    ([empty_as_zero], "✗", "an empty bin should give NaN in the mean confidences"),
+    ([lambda c, r, n: reliability(c, r, n)[0]], "✗", "should return a tuple"),
 ])
-def test_it_to_cat(capsys, answers, mark, words):
-    tokens, maps = ex06.it_to_cat.exercise.args()  # made up: head (4, 7) looks from it to cat
-    for got in expect(capsys, ex06.it_to_cat, answers, mark, words, tokens, maps):
-        assert tuple(map(int, got)) == (4, 7)  # usable: a valid pair, either way
+def test_reliability(capsys, answers, mark, words):
+    expect(capsys, ex06.reliability, answers, mark, words)
 
 
-def test_mask_cls(capsys):
-    expect(capsys, ex06.mask_cls, [0.7, torch.tensor(0.55)], "✓",
-           "; measured 0.61. The most attended token is not a no-op", 0.609)
-    expect(capsys, ex06.mask_cls, [0.99, 0.3], "✗",  # "a no-op: nothing changes"
-           "more than 0.1 apart). Hint: The most attended token", 0.609)
+def test_reliability_arguments():
+    count, conf, acc = reliability(torch.tensor([0.5, 0.75, 1.0]), torch.tensor([1, 0, 1]), 2)
+    assert count.tolist() == [1, 2] and conf.tolist() == [0.5, 0.875] and acc.tolist() == [1, 0.5]
+    with pytest.raises(ValueError, match="confidence must be in"):
+        reliability(torch.tensor([0.2]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="same length"):
+        reliability(torch.tensor([0.7, 0.8]), torch.tensor([1]))
+    with pytest.raises(TypeError, match="confidence"):
+        reliability(torch.tensor([1, 1]), torch.tensor([1, 0]))
 
 
-# --- the measurement behind it: encode_without_key ------------------------------------------------
+# --- the measurements behind them, on MiniLM ------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def minilm():
@@ -86,6 +228,16 @@ def test_hiding_cls_moves_more_than_zeroing_its_value(minilm):
     assert torch.allclose(minilm.encode(SENTENCES), original)               # no hook left behind
 
 
+def test_a_word_of_several_pieces_is_taken_out_whole(minilm):
+    texts = ["the plot was mediocre", "a mediocre plot"]                     # med ##io ##cre
+    assert minilm.tokenize(texts).word_ids[0] == [None, 0, 1, 2, 3, 3, 3, None]
+    by_word = encode_without_key(minilm, texts, word_index=[3, 1])
+    pieces = [encode_without_key(minilm, [texts[0]], p) for p in (4, 5, 6)]
+    assert not any(torch.allclose(by_word[0], p[0], atol=1e-4) for p in pieces)  # all three
+    first = encode_without_key(minilm, texts, word_index=[0, 0])
+    assert torch.allclose(first, encode_without_key(minilm, texts, 1), atol=1e-6)  # one piece
+
+
 def test_encode_without_key_positions_and_arguments(minilm):
     lengths = [len(t) for t in minilm.tokenize(SENTENCES).tokens]           # [13, 9]
     last = encode_without_key(minilm, SENTENCES, -1)
@@ -99,3 +251,22 @@ def test_encode_without_key_positions_and_arguments(minilm):
         encode_without_key(minilm, SENTENCES, "0")
     with pytest.raises(TypeError, match="encoder"):
         encode_without_key("minilm", SENTENCES, 0)
+    with pytest.raises(TypeError, match="not both"):
+        encode_without_key(minilm, SENTENCES, 0, word_index=[0, 0])
+    with pytest.raises(ValueError, match="one entry per sentence"):
+        encode_without_key(minilm, SENTENCES, word_index=[0])
+    with pytest.raises(ValueError, match=r"word_index\[1\]"):
+        encode_without_key(minilm, SENTENCES, word_index=[0, 7])
+
+
+def test_a_real_minimal_pair_and_a_candidate_of_several_pieces(minilm, capsys):
+    pair = ("The cat sat on the mat because it was tired.",
+            "The cat sat on the mat because it was soft.")
+    reference = ex06.minimal_pair(..., pair, ("cat", "mat"), (3, 1), minilm.attention_maps)
+    assert capsys.readouterr().out.startswith("○") and reference.shape == (2, 2)
+    expect(capsys, ex06.minimal_pair, [reference.tolist()], "✓", "in layer 3, head 1",
+           pair, ("cat", "mat"), (3, 1), minilm.attention_maps)
+    odd = ("The cat sat on the mediocre mat because it was tired.",
+           "The cat sat on the mediocre mat because it was soft.")
+    expect(capsys, ex06.minimal_pair, [reference.tolist()], "✗", "'mediocre' is not one word piece",
+           odd, ("cat", "mediocre"), (3, 1), minilm.attention_maps)
