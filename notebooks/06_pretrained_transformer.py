@@ -16,55 +16,56 @@
 # 01, inside the `EncoderBlock` of notebook 03. No `transformers` library is involved: only the
 # weight file, the vocabulary and our code.
 #
-# Then we use it: sentence similarity, what its attention heads do (measured, not guessed), and a
-# sentiment classifier on top of the frozen encoder, against notebook 03's TinyTransformer, on
-# sentiment words that neither of them was trained on.
+# Then we use it and question it: sentence similarity; a sentiment classifier on top of the
+# frozen encoder; whether it needs its attention at all; what its heads do, measured over many
+# sentences; and, against a TinyTransformer trained from scratch, what pre-training buys on
+# words neither model was trained on, and whether their confidence can be trusted.
 
 # %% [markdown]
 # ## What you will learn
 #
 # - that a published transformer is the attention code you wrote: its weights load into
 #   `EncoderBlock` and reproduce the published numbers to 4 decimals;
-# - how a sentence becomes one vector (mean pooling) and what cosine similarity between such
-#   vectors captures;
-# - to test a claim about attention by intervening: hide a token as a key and measure how much
-#   the outputs move;
-# - what pre-training buys on words never seen in training, and why a confident answer is not a
-#   correct one (calibration).
+# - to test whether a model needs its attention (uniform weights) before reading its heads, and
+#   to read them over many sentences, not one;
+# - that the weight a token receives is not the information it gives: two interventions, hiding
+#   it as a key and zeroing its value, tell them apart;
+# - what pre-training buys on words never seen in training, and how a reliability diagram shows
+#   whether a model's confidence can be trusted.
 #
-# Assumes: notebooks 01 (multi-head attention) and 03 (the encoder block, the TinyTransformer
-# and its synthetic reviews), and the cosine of two vectors (05).
+# Assumes: notebooks 01 (multi-head attention), 03 (the encoder block, the TinyTransformer,
+# hiding a word from attention) and 04 (the one-word "bag" reviews), and the cosine of two
+# vectors (05).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 
 import attnlab
 from attnlab import data
+from attnlab.app import EXAMPLE_REVIEW, SentimentApp
 from attnlab.exercises import ex06
 from attnlab.minilm import model_files
 from attnlab.plots import attention_heatmap, layer_head_grid
 from attnlab.report import fmt
 from attnlab.sentiment import (
     HEAD_RECIPE,
-    SentimentApp,
     attention_patterns,
     encode_without_key,
-    train_head,
+    fit_head,
 )
-from attnlab.train import evaluate, initial_model, train_classifier
+from attnlab.train import evaluate, initial_model, task_reviews, train_classifier
 
 attnlab.seed_everything(0)
 
 # %% [markdown]
 # ## The published weights in our blocks
 #
-# `load_minilm()` finds the three files (`model.safetensors`, `vocab.txt`, `config.json`), checks
-# their sha256, reads the config and builds: word + position + token-type embeddings, a
-# LayerNorm, and six `attnlab.EncoderBlock`s (12 heads, width 384, GELU, post-norm, as defined in
-# notebook 03). Each weight in the file is renamed onto our modules: `attention.self.query` →
-# `attn.q`, and so on. Where the 22.6 M parameters sit:
+# `load_minilm()` finds the three files (`model.safetensors`, `vocab.txt`, `config.json`), reads
+# the config and builds: word + position + token-type embeddings, a LayerNorm, and six
+# `attnlab.EncoderBlock`s (12 heads, width 384, GELU, post-norm, as defined in notebook 03).
+# Each weight in the file is renamed onto our modules: `attention.self.query` → `attn.q`, and so
+# on. Where the 22.6 M parameters sit:
 
 # %%
 minilm = attnlab.load_minilm()
@@ -76,7 +77,8 @@ def count(*modules):
     return sum(p.numel() for m in modules for p in m.parameters())
 
 
-print(f"files: {', '.join(sorted(model_files()))} (sha256 verified)")
+print(f"files: {', '.join(sorted(model_files()))}")
+print(f"vocabulary: {minilm.config['vocab_size']:,} word pieces")
 print(f"embeddings (word, position, token type, LayerNorm): "
       f"{count(minilm.word, minilm.position, minilm.token_type, minilm.embed_norm):>10,}")
 print(f"one block: attention (q, k, v, out)               {count(block.attn):>10,}")
@@ -84,6 +86,8 @@ print(f"           feed-forward 384 → 1536 → 384         {count(block.ff):>1
 print(f"           two LayerNorms                        {count(block.norm1, block.norm2):>10,}")
 print(f"{minilm.n_layers} blocks x {minilm.n_heads} heads (d_head {block.attn.d_head}), "
       f"total {n_params:,} parameters")
+
+# %% tags=["remove-cell"]
 assert all(type(b) is attnlab.EncoderBlock and type(b.attn) is attnlab.MultiHeadAttention
            for b in minilm.blocks)
 assert count(minilm) == n_params == count(minilm.word, minilm.position, minilm.token_type,
@@ -104,50 +108,27 @@ for text in ("The plot was dismal.", "Attention is all you need"):
 # %% [markdown]
 # ## Is it really all-MiniLM-L6-v2?
 #
-# A sentence vector is the mean of the last layer's token vectors over the real tokens (a batch
-# pads shorter sentences; padding must not count), scaled to length 1; the cosine of two such
-# vectors is then their dot product. **Implement it**: `hidden` is `(B, T, d)`, `keep` is
-# `(B, T)`, True for a real token.
-#
-# <details><summary>Hint</summary>
-#
-# `k = keep.unsqueeze(-1).float()` is `(B, T, 1)`; `(hidden * k).sum(1) / k.sum(1)` is the mean
-# over the real tokens; `F.normalize(v, dim=1)` scales each row to length 1.
-# </details>
-
-# %%
-def my_pool(hidden, keep):
-    ### BEGIN SOLUTION
-    k = keep.unsqueeze(-1).to(hidden.dtype)   # (B, T, 1)   1 = real token, 0 = padding
-    mean = (hidden * k).sum(1) / k.sum(1)     # (B, d)      Σ_t h_t / n_real
-    return F.normalize(mean, dim=1)           # (B, d)      v / ||v||
-    ### END SOLUTION
-
-
-pool = ex06.mean_pool(my_pool)
-
-# %% [markdown]
-# The sentence-transformers documentation (Quickstart) prints the similarities of three sentences
-# under this model. If any weight, the tokenizer, GELU, a LayerNorm or the pooling were wrong,
-# the 4th decimal would not survive.
+# A sentence vector is what notebook 03's model fed its classifier: the mean of the last layer's
+# token vectors over the real tokens (padding left out), here also scaled to length 1, so that
+# the cosine of two sentence vectors is their dot product. `minilm.encode(sentences)` computes
+# it. The sentence-transformers documentation (Quickstart) prints the similarities of three
+# sentences under this model. If any weight, the tokenizer, GELU, a LayerNorm or the pooling
+# were wrong, the 4th decimal would not survive.
 
 # %%
 quickstart = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 published = [["1.0000", "0.6660", "0.1046"],
              ["0.6660", "1.0000", "0.1411"],
              ["0.1046", "0.1411", "1.0000"]]
-batch = minilm.tokenize(quickstart)                 # padded word-piece ids, keep mask (3, T)
-with torch.no_grad():
-    hidden, _ = minilm(batch.ids, batch.keep)       # (3, T, 384)   last layer's token vectors
-e = pool(hidden, batch.keep)                        # (3, 384)      sentence vectors
+e = minilm.encode(quickstart)  # (3, 384)   unit-length sentence vectors
 ours = [[fmt(v, 4) for v in row] for row in (e @ e.T).tolist()]
 for text, row, ref in zip(quickstart, ours, published):
     print(f"{text:30s} ours {'  '.join(row)}   published {'  '.join(ref)}")
-assert ours == published, "all 9 numbers agree to 4 decimals"
+agree = sum(a == b for row, ref in zip(ours, published) for a, b in zip(row, ref))
+print(f"numbers that agree to 4 decimals: {agree} of 9")
 
-# %% [markdown]
-# All nine numbers agree to 4 decimals. From here on `minilm.encode(sentences)` does the same in
-# one call.
+# %% tags=["remove-cell"]
+assert ours == published, "all 9 numbers agree to 4 decimals"
 
 # %% [markdown]
 # ## Sentence similarity
@@ -162,16 +143,18 @@ sentences = ["A man is playing a guitar.", "Someone is strumming an instrument."
              "My cat sleeps all afternoon.", "The kitten naps in the sun."]
 vectors = minilm.encode(sentences)  # (6, 384)
 similarity = vectors @ vectors.T    # (6, 6)   cosines
-fig, ax = plt.subplots(figsize=(8, 4))
+fig, ax = plt.subplots(figsize=(9, 5))
 image = ax.imshow(similarity, cmap="RdBu_r", vmin=-1, vmax=1)
 for (i, j), value in zip(torch.cartesian_prod(torch.arange(6), torch.arange(6)).tolist(),
                          similarity.flatten().tolist()):
-    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11,
             color="white" if abs(value) > 0.6 else "black")
-ax.set_xticks(range(6), [s[:22] for s in sentences], rotation=30, ha="right", fontsize=8)
-ax.set_yticks(range(6), [s[:22] for s in sentences], fontsize=8)
-ax.set_title("cosine similarity of MiniLM sentence vectors (−1 to 1)")
-plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+short = [s[:20] for s in sentences]
+ax.set_xticks(range(6), short, rotation=30, ha="right", fontsize=11)
+ax.set_yticks(range(6), short, fontsize=11)
+ax.set_title("cosine similarity of MiniLM sentence vectors (−1 to 1)", fontsize=12)
+colorbar = plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+colorbar.ax.tick_params(labelsize=11)
 plt.tight_layout()
 plt.show()
 
@@ -182,12 +165,119 @@ for i, j in enumerate(nearest.tolist()):
     print(f"{sentences[i]:37s} -> {sentences[j]:37s} cosine {fmt(similarity[i, j], 3)}")
 across = max(similarity[i, j].item() for i in range(6) for j in range(6) if i // 2 != j // 2)
 print(f"highest cosine across topics: {fmt(across, 3)}")
+
+# %% tags=["remove-cell"]
 assert nearest.tolist() == [1, 0, 3, 2, 5, 4], "every sentence's nearest is its paraphrase"
 assert across < similarity[nearest, torch.arange(6)].min()
 
 # %% [markdown]
 # Every sentence's nearest neighbour is its paraphrase, and every paraphrase pair is more similar
 # than any two sentences on different topics.
+
+# %% [markdown]
+# ## A sentiment classifier on the frozen encoder
+#
+# The encoder stays frozen; on its sentence vectors we train only a linear layer `384 → 2`
+# (`fit_head`, with the series' training loop). The reviews are notebook 04's **bag** task: one
+# positive or negative word among neutral filler, `task_reviews("bag")`. A linear layer on 384
+# numbers needs few examples, so it gets the first 400 training reviews: running them through
+# MiniLM is the slow part.
+
+# %%
+train, test = task_reviews("bag")  # the reviews train_classifier(task="bag") uses
+head_train = train[: HEAD_RECIPE["n_train"]]
+x_train, x_test = minilm.encode(head_train.texts()), minilm.encode(test.texts())  # (N, 384)
+y_train, y_test = torch.tensor(head_train.labels), torch.tensor(test.labels)  # (N,)
+head, head_history = fit_head(x_train, y_train, x_test, y_test)
+head_acc = head_history["test_acc"][-1]
+print(f"MiniLM + head: trained on {len(head_train)} reviews, test accuracy on {len(test)}: "
+      f"{fmt(head_acc, 3)} ({count(head):,} weights trained, {n_params:,} frozen)")
+
+# %% tags=["remove-cell"]
+assert head_acc >= 0.95
+
+# %% [markdown]
+# Why not notebook 03's contrast reviews ("… dull … but … superb …", the word after "but"
+# decides)? A sentence vector is a mean over tokens. Swap the two sentiment words of a contrast
+# review and its label flips; how far does its sentence vector move?
+
+# %%
+contrast = data.make_contrast_reviews(50, seed=0)
+sentiment_words = set(data.POSITIVE + data.NEGATIVE)
+swapped = []
+for words, _, _ in contrast:
+    first, second = [i for i, w in enumerate(words) if w in sentiment_words]
+    turned = list(words)
+    turned[first], turned[second] = words[second], words[first]  # the label flips
+    swapped.append(" ".join(turned))
+swap_cos = (minilm.encode(contrast.texts()) * minilm.encode(swapped)).sum(1)  # (50,)
+print(f"{contrast.texts()[1]!r} -> {swapped[1]!r}")
+print(f"cosine of a contrast review and its swap, over {len(contrast)} reviews: mean "
+      f"{fmt(swap_cos.mean(), 3)}, lowest {fmt(swap_cos.min(), 3)}")
+
+# %% tags=["remove-cell"]
+assert swap_cos.mean() > 0.9 and swap_cos.min() > 0.7
+
+# %% [markdown]
+# Two reviews with opposite labels get nearly the same vector: the mean keeps which words occur
+# and loses most of which one comes after "but". A linear layer on such vectors cannot separate
+# them, so the head (and the sentiment app) use the one-word reviews, which a mean can carry.
+
+# %% [markdown]
+# ## Does MiniLM need its attention?
+#
+# Before reading any head, the test of notebook 03: under `attnlab.uniform_attention()` every
+# attention in attnlab gives each query the same weight on every key, so MiniLM keeps its
+# embeddings, feed-forward layers and LayerNorms, but loses what its 72 heads learned about
+# where to look. We encode ten probe sentences (the six above, the Quickstart's three and one
+# more) and the 400 test reviews both ways and compare each sentence vector with its normal one.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: with every attention weight uniform, how similar (cosine) will a
+# sentence vector stay to its normal one: 0.99? 0.9? 0.5? And will the sentiment head still work?
+
+# %% [markdown]
+# **Predict first.** What will the mean cosine between the uniform-attention and the normal
+# sentence vectors of the ten probe sentences be (1 = unchanged)?
+
+# %%
+guess = ...  # your prediction: a cosine between -1 and 1
+### BEGIN SOLUTION
+guess = 0.5
+### END SOLUTION
+
+# %%
+probe = sentences + quickstart + ["The cat sat on the mat because it was tired."]
+probe_vectors = minilm.encode(probe)  # (10, 384)
+with attnlab.uniform_attention():
+    probe_uniform = minilm.encode(probe)  # (10, 384)
+    test_uniform = minilm.encode(test.texts())  # (400, 384)
+probe_cos = (probe_uniform * probe_vectors).sum(1)  # (10,)
+test_cos = (test_uniform * x_test).sum(1)  # (400,)
+pairs_cos = probe_vectors @ probe_vectors.T  # (10, 10)
+unrelated = (pairs_cos.sum() - pairs_cos.trace()) / (len(probe) * (len(probe) - 1))
+_, uniform_acc = evaluate(head, test_uniform, y_test)
+print("cosine to the normal sentence vector under uniform attention: mean (lowest, highest)")
+print(f"  10 probe sentences: {fmt(probe_cos.mean(), 2)} ({fmt(probe_cos.min(), 2)}, "
+      f"{fmt(probe_cos.max(), 2)})")
+print(f"  400 test reviews:   {fmt(test_cos.mean(), 2)} ({fmt(test_cos.min(), 2)}, "
+      f"{fmt(test_cos.max(), 2)})")
+print(f"  for scale, two different probe sentences: {fmt(unrelated, 2)}")
+print(f"sentiment head's test accuracy: {fmt(head_acc, 3)} -> {fmt(uniform_acc, 3)} "
+      f"under uniform attention")
+guess = ex06.uniform_cosine(guess, probe_cos.mean().item())
+
+# %% tags=["remove-cell"]
+assert probe_cos.mean() < 0.6 and test_cos.mean() < 0.7 and unrelated < 0.25
+assert 0.85 < uniform_acc < head_acc - 0.05
+
+# %% [markdown]
+# Without its learned attention MiniLM computes something else: the probe sentences' vectors
+# keep a cosine of about 0.44 with their normal selves, between "the same" (1) and "another
+# sentence" (0.12). The sentiment head loses less (1.000 → 0.920): a one-word review needs
+# little attention, since the sentiment word's own vector still reaches the mean through the
+# residual path (notebook 03); the drop is what MiniLM's attention added on top. The heads
+# matter, so they are worth reading.
 
 # %% [markdown]
 # ## What its attention does
@@ -197,245 +287,414 @@ assert across < similarity[nearest, torch.arange(6)].min()
 # square rows are queries and columns keys.
 
 # %% tags=["hide-input"]
-sentence = "The cat sat on the mat because it was tired."
-tokens, maps = minilm.attention_maps(sentence)
+tokens, maps = minilm.attention_maps(probe[-1])
 print(tokens)
-assert all(torch.allclose(w.sum(-1), torch.ones_like(w.sum(-1)), atol=1e-5) for w in maps)
-fig = layer_head_grid(maps, title=f"all-MiniLM-L6-v2, every layer and head: {sentence!r}")
-fig.set_size_inches(9, 4.6)
+fig = layer_head_grid(maps, title=f"all-MiniLM-L6-v2, every layer and head: {probe[-1]!r}")
+fig.set_size_inches(10, 5.4)
+for ax in fig.axes:  # head and layer labels readable on a slide
+    ax.title.set_fontsize(10)
+    ax.yaxis.label.set_fontsize(10)
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Rather than guess from the pictures, measure. For each head: what share of its attention goes
-# to `[CLS]`, to `[SEP]`, to the token itself, to the previous token, to the next one (averaged
-# over queries; 1.0 would be all of it). Per layer, the mean over its 12 heads:
+# A bright first column in many squares: much weight on `[CLS]`. One sentence shows little, so
+# measure over all ten probe sentences. For each layer, averaged over its 12 heads and the
+# queries (1.0 would be all of it): the share of attention `[CLS]` receives (mean over the
+# sentences, and the lowest and highest sentence), the share `[SEP]` receives, and the largest
+# share any other token (a word or punctuation) receives in any of the sentences.
 
 # %%
-patterns = attention_patterns(tokens, maps)  # name -> (6, 12)
-print("layer " + "".join(f"{name:>10s}" for name in patterns))
+received, patterns = [], []
+for s in probe:
+    tokens_s, maps_s = minilm.attention_maps(s)
+    received.append(torch.stack([m[0].mean(dim=(0, 1)) for m in maps_s]))  # (6, T) per token
+    patterns.append(attention_patterns(tokens_s, maps_s))  # name -> (6, 12)
+cls_share = torch.stack([r[:, 0] for r in received])  # (10, 6)   sentences x layers
+top_other = torch.stack([r[:, 1:].max(dim=1).values for r in received])  # (10, 6)
+even = torch.tensor([1 / r.shape[1] for r in received])  # (10,)   each token's uniform share
+sep_share = torch.stack([r[:, -1] for r in received])  # (10, 6)
+print(f"{'layer':>5} {'[CLS]: mean (lowest–highest)':>29} {'[SEP]: mean':>12} "
+      f"{'largest other':>14}")
 for layer in range(minilm.n_layers):
-    print(f"{layer:5d} " + "".join(f"{fmt(p[layer].mean(), 3):>10s}" for p in patterns.values()))
-uniform = 1 / len(tokens)  # what each token would get if attention were spread evenly
-cls_share = patterns["[CLS]"].mean(dim=1)  # (6,)
-print(f"[CLS] receives {fmt(cls_share.min(), 2)} to {fmt(cls_share.max(), 2)} of all attention "
-      f"per layer; an even spread would give each token {fmt(uniform, 2)}")
-assert (cls_share > 3 * uniform).all(), "in every layer [CLS] gets more than 3x the even share"
+    c = cls_share[:, layer]  # (10,)
+    print(f"{layer:5d} {fmt(c.mean(), 3):>13} ({fmt(c.min(), 3)}–{fmt(c.max(), 3)}) "
+          f"{fmt(sep_share[:, layer].mean(), 2):>12} {fmt(top_other[:, layer].max(), 3):>14}")
+ratio = cls_share / top_other  # (10, 6)
+print(f"an even spread gives each token {fmt(even.min(), 2)} to {fmt(even.max(), 2)}; [CLS] "
+      f"receives {fmt(ratio.min(), 1)} to {fmt(ratio.max(), 0)} times the largest share of any "
+      f"other token, in every layer of every probe sentence")
+
+# %% tags=["remove-cell"]
+assert (cls_share > 2 * even[:, None]).all(), "[CLS] gets over twice the even share everywhere"
+assert (ratio > 1.2).all() and top_other.max() < 0.25
+assert (ratio[:, 1:5] > 4).all() and cls_share[:, 1:5].min() > 0.5
 
 # %% [markdown]
-# In every layer the `[CLS]` token alone receives several times its even share, far more than
-# any word. A common reading (Clark et al., 2019, "What does BERT look at?", said it of `[SEP]`;
-# later work calls such tokens *attention sinks*): a head with nothing specific to look for parks
-# its weight on a special token, a **no-op**. That is a hypothesis, and it cuts against notebook
-# 03's lesson that attention weight is not importance: here the token with the most weight would
-# matter least. Test it: take `[CLS]` away as a key in every head of every layer and see how far
-# the sentence vectors move.
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: [CLS] gets about half of all attention. If no head may attend to
-# it, how similar (cosine) will the sentence vectors stay to the originals: 0.99? 0.9? 0.5?
+# In every layer of every probe sentence `[CLS]` receives more than any other token: in layers
+# 1–4 over half of all attention and at least 4 times the largest share of any word, in layers
+# 0 and 5 less (down to 1.4 times). No word receives a quarter of a layer's attention anywhere.
+# A common reading (Clark et al., 2019, "What does BERT look at?", said it of `[SEP]`; later work
+# calls such tokens *attention sinks*): a head with nothing specific to look for parks its weight
+# on a special token, a **no-op**. That is a hypothesis about *information*; the table measures
+# *weight*. To tell them apart we need interventions.
 
 # %% [markdown]
-# **Predict first.** `encode_without_key(minilm, sentences, 0)` hides position 0, `[CLS]`, as a
-# key: a mask like a padding mask, so the weight it received is shared out over the other
-# tokens. What will the mean cosine between the new and the original sentence vectors be (1 =
-# unchanged)?
-
-# %%
-guess = ...  # your prediction: a cosine between -1 and 1, e.g. 0.95
-### BEGIN SOLUTION
-guess = 0.7
-### END SOLUTION
-
-# %% [markdown]
-# We measure it on ten sentences, for three interventions: hide `[CLS]` as a key; keep its weights
-# but zero its *value* vector in every layer (`how="value"`: attending to it then reads nothing);
-# and, for comparison, hide `[SEP]`, and hide the first word.
-
-# %%
-probe = sentences + quickstart + [sentence]       # 10 sentences
-original = minilm.encode(probe)                   # (10, 384)
-moves = {name: (encode_without_key(minilm, probe, pos, how=how) * original).sum(1)  # (10,) cosines
-         for name, pos, how in (("[CLS] hidden as a key", 0, "mask"),
-                                ("[CLS] value zeroed", 0, "value"),
-                                ("[SEP] hidden as a key", -1, "mask"),
-                                ("first word hidden as a key", 1, "mask"))}
-print(f"{'intervention':<27} cosine to the original sentence vectors: mean (lowest)")
-for name, cos in moves.items():
-    print(f"{name:<27} {fmt(cos.mean(), 3)} ({fmt(cos.min(), 3)})")
-assert moves["[CLS] value zeroed"].min() > 0.98, "reading [CLS] contributes almost nothing"
-assert moves["[SEP] hidden as a key"].min() > 0.98
-assert moves["[CLS] hidden as a key"].mean() < moves["first word hidden as a key"].mean() - 0.2
-guess = ex06.mask_cls(guess, moves["[CLS] hidden as a key"].mean().item())
-
-# %% [markdown]
-# Two findings, and they pull apart:
+# ## Weight or information? Two interventions
 #
-# - What heads *read* from `[CLS]` is almost nothing: zero its value vector and the sentence
-#   vectors barely move. In that sense attending to it is a no-op, as the hypothesis says.
-# - The *weight* it receives is not idle: hide it as a key and the softmax must put that weight
-#   on the words, and the vectors move further than when a word itself is hidden. Parking weight
-#   on `[CLS]` is how a head reads *less* from the words: a softmax cannot give all keys a
-#   small weight.
+# Notebook 03 took a word out of attention two ways. **Hide it as a key**: mask it before the
+# softmax, as padding is masked, so no query reads it and its weight is shared out over the other
+# keys. **Zero it after the softmax**: its weight is thrown away instead. Zeroing the token's
+# **value** vector does the second in every head at once, since each output is Σ_j w_ij v_j: a
+# zero v_j is the same as a zero column j of weights. Write both for one attention:
+# `q (B, H, T, D)`, `k` and `v (B, H, S, D)`, `key (B,)` the index of the key to take out in each
+# row of the batch, `how` "mask" or "value". Return the output.
 #
-# So the weight on a token tells neither what it contributes nor what removing it does; the
-# intervention does. Notebook 03's lesson holds, from the other side.
-
-# %% [markdown]
-# ## Heads with a job
+# <details><summary>Hint 1</summary>
 #
-# Some heads have one clear job. The head that looks most at the previous token:
+# A key is a column of the weights: the last dimension of a mask. In a mask, True means "may
+# attend".
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Mark the key of each batch row in a `(B, S)` bool tensor (compare `torch.arange(S)` with
+# `key`). For "mask", give its opposite to `attnlab.scaled_dot_product_attention`, shaped to
+# broadcast over heads and queries. For "value", set those rows of `v` to zero (shaped to
+# broadcast over heads and the last dimension) and attend without a mask.
+# </details>
 
 # %%
-prev_layer, prev_head = divmod(int(patterns["previous"].argmax()), minilm.n_heads)
-prev_share = patterns["previous"][prev_layer, prev_head]
-print(f"previous-token head: layer {prev_layer}, head {prev_head}, {fmt(prev_share, 3)} of its "
-      f"attention on the previous token (a uniform head: {fmt(uniform, 3)})")
-assert prev_share > 0.9
+def my_without_key(q, k, v, key, how):
+    ### BEGIN SOLUTION
+    out_key = torch.arange(k.shape[-2]) == key[:, None]  # (B, S)   True at the key taken out
+    if how == "mask":  # no query may attend to it: the softmax shares its weight out
+        return attnlab.scaled_dot_product_attention(q, k, v, ~out_key[:, None, None, :])[0]
+    v_zeroed = v.masked_fill(out_key[:, None, :, None], 0.0)  # (B, H, S, D)   reads nothing
+    return attnlab.scaled_dot_product_attention(q, k, v_zeroed)[0]
+    ### END SOLUTION
+
+
+without_key = ex06.without_key(my_without_key)
 
 # %% [markdown]
-# **Explore.** In "the cat sat on the mat because it was tired", *it* means the cat. Find the
-# (layer, head) in which the query `it` puts the largest weight on the key `cat`.
-# `maps[layer][0, head]` is that head's `(T, T)` matrix, rows queries, columns keys;
-# `tokens.index("it")` finds a row.
+# `encode_without_key(minilm, sentences, ...)` does the same in every head of every layer, for
+# `[CLS]` (`position=0`) or for a word of each sentence (`word_index=`, all its word pieces). The
+# token itself stays in the sentence and in the mean: only its role as a key changes. We compare
+# three tokens on the first 150 test reviews: `[CLS]`, the sentiment word, and a filler word (the
+# first word, or the second where the first is the sentiment word). For each: the cosine to the
+# normal sentence vectors, and the sentiment head's accuracy.
 
 # %%
-my_layer, my_head = ..., ...  # your answer: two whole numbers
-### BEGIN SOLUTION
-it_to_cat = torch.stack([m[0, :, tokens.index("it"), tokens.index("cat")] for m in maps])  # (6, 12)
-my_layer, my_head = divmod(int(it_to_cat.argmax()), minilm.n_heads)
-### END SOLUTION
-cat_layer, cat_head = ex06.it_to_cat((my_layer, my_head), tokens, maps)
+reviews = test[:150]
+texts, y_some, x_some = reviews.texts(), y_test[:150], x_test[:150]
+filler = [1 if p == 0 else 0 for p in reviews.positions]
+tokens_out = {"[CLS]": {"position": 0}, "the sentiment word": {"word_index": reviews.positions},
+              "a filler word": {"word_index": filler}}
+_, base_acc = evaluate(head, x_some, y_some)
+print(f"{'':18}   hidden as a key       value zeroed      (accuracy as is: {fmt(base_acc, 3)})")
+print(f"{'':18}  cosine  accuracy    cosine  accuracy")
+moved = {}
+for name, which in tokens_out.items():
+    for how in ("mask", "value"):
+        v = encode_without_key(minilm, texts, how=how, **which)  # (150, 384)
+        moved[name, how] = ((v * x_some).sum(1).mean().item(), evaluate(head, v, y_some)[1])
+    print(f"{name:18}" + "".join(f"   {fmt(moved[name, how][0], 3)}     "
+                                 f"{fmt(moved[name, how][1], 3)}" for how in ("mask", "value")))
+
+# %% tags=["remove-cell"]
+for name in ("the sentiment word", "a filler word"):
+    assert abs(moved[name, "mask"][0] - moved[name, "value"][0]) < 0.02, name
+assert moved["the sentiment word", "mask"][1] < 0.9
+assert moved["the sentiment word", "value"][1] < 0.95
+assert moved["[CLS]", "value"][0] > 0.99 and moved["[CLS]", "value"][1] == base_acc == 1.0
+assert moved["[CLS]", "mask"][0] < 0.7 and moved["[CLS]", "mask"][1] < 0.96
+assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
+
+# %% [markdown]
+# One lesson, from both sides:
+#
+# - A token that carries information loses it either way. Hiding the sentiment word as a key and
+#   zeroing its value move the sentence vectors by the same amount (cosine 0.93, 0.94) and both
+#   cost the head accuracy (0.81, 0.89); a filler word moves them a little, both ways alike.
+#   Notebook 03 found the same on its model: hiding a sentiment word and zeroing its weights
+#   gave about the same accuracy.
+# - `[CLS]` is the other kind: much weight, little content. Zero its value and nothing moves
+#   (cosine 0.995, accuracy 1.000): what heads read from it is almost nothing, as the sink
+#   reading says. Hide it as a key and the vectors move further than for any word (0.61): the
+#   softmax must put its large weight on the words, and the heads then read them far more than
+#   they were trained to.
+#
+# **Weight on a token is not information from it; the two interventions tell them apart.** Where
+# they agree, the weight carried information; where only masking matters, the weight was parked.
+
+# %% [markdown]
+# ## Heads with a job, and what "it" reads
+#
+# Some heads have one clear job. The head that looks most at the previous token, averaged over
+# the ten probe sentences:
+
+# %%
+previous = torch.stack([p["previous"] for p in patterns])  # (10, 6, 12)
+prev_layer, prev_head = divmod(int(previous.mean(0).argmax()), minilm.n_heads)
+prev_share = previous[:, prev_layer, prev_head]  # (10,)
+print(f"previous-token head: layer {prev_layer}, head {prev_head}: {fmt(prev_share.mean(), 2)} of "
+      f"its attention on the previous token (lowest sentence {fmt(prev_share.min(), 2)}; a "
+      f"uniform head: {fmt(even.mean(), 2)})")
+
+# %% tags=["remove-cell"]
+assert prev_share.min() > 0.85
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-for ax, (lay, h, what) in zip(axes, ((prev_layer, prev_head, "previous token"),
-                                     (cat_layer, cat_head, "'it' → 'cat'"))):
-    attention_heatmap(maps[lay][0, h], tokens, tokens, ax=ax, annotate=False,
-                      title=f"layer {lay}, head {h}: {what}")
+fig, ax = plt.subplots(figsize=(6, 5))
+attention_heatmap(maps[prev_layer][0, prev_head], tokens, tokens, ax=ax, annotate=False,
+                  title=f"layer {prev_layer}, head {prev_head}: the previous token")
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The right map deserves a second look: is that head about *it* at all? Every query's weight on
-# `cat` in that head:
-
-# %%
-on_cat = maps[cat_layer][0, cat_head, :, tokens.index("cat")]  # (T,) each query's weight on "cat"
-print(f"layer {cat_layer}, head {cat_head}: 'it' puts {fmt(on_cat[tokens.index('it')], 2)} on 'cat'; "
-      f"all {len(tokens)} queries put {fmt(on_cat.min(), 2)} to {fmt(on_cat.max(), 2)} "
-      f"(mean {fmt(on_cat.mean(), 2)})")
-assert on_cat.min() > 0.3 and abs(on_cat[tokens.index("it")] - on_cat.mean()) < 0.15
-
-# %% [markdown]
-# In that head every token looks at `cat`, and `it` no more than the average token: the head
-# singles out the cat for everyone; it does not resolve what *it* refers to. A large weight from
-# one token to another is not, by itself, evidence of what the model understands.
-
-# %% [markdown]
-# ## Sentiment on top of a pre-trained encoder
+# A harder question: does some head link *it* to what it refers to? In "The cat sat on the mat
+# because it was tired", *it* is the cat; change one word, "… because it was soft", and *it* is
+# the mat. A head that resolves *it* should move its weight from `cat` to `mat` when that one word
+# changes. One sentence cannot show this: a head can look from `it` to `cat` because every token
+# in it looks at `cat`. A **minimal pair** can.
 #
-# Two classifiers, trained on the same synthetic reviews of notebook 03 (one positive or negative
-# word among neutral filler):
+# **Explore.** Write two sentences of your own that differ in one word, where that word changes
+# what *it* refers to, with the two candidates (one word piece each; `minilm.tokenize([s]).tokens`
+# shows the pieces). Choose a (layer, head) and report the weight `it` puts on each candidate in
+# each sentence: `[[on candidate 1, on candidate 2] in sentence 1, [the same] in sentence 2]`. The
+# check recomputes it from your sentences. Try several heads: does any move the way the meaning
+# does?
 #
-# - **TinyTransformer**: notebook 03's model, `train_classifier()`, learned from scratch;
-# - **MiniLM + head**: the encoder stays frozen; only a linear layer `384 → 2` on its sentence
-#   vectors is trained (`train_head`, with the same training loop `attnlab.train.fit`). A linear
-#   layer on 384 numbers needs few examples, so it gets only the first few hundred training
-#   reviews (the count is printed below): running them through MiniLM is the slow part.
+# <details><summary>Hint 1</summary>
+#
+# The weight `it` puts on a word is in the row of `it` (the query) and the column of the word (the
+# key) of the head's `(T, T)` map.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# For each sentence, `minilm.attention_maps(sentence)` gives the word pieces and the maps; the
+# head's matrix is `maps[layer][0, head]`; `tokens.index(...)` finds a row or a column.
+# </details>
 
 # %%
-tiny = train_classifier()
-head, head_history = train_head(minilm, tiny.train, tiny.test)
-head_acc = head_history["test_acc"][-1]
-print(f"sentiment words in training: {len(data.POSITIVE)} positive, {len(data.NEGATIVE)} negative; "
-      f"the TinyTransformer's vocabulary: {len(tiny.vocab)} tokens")
-print(f"TinyTransformer: trained on {len(tiny.train)} reviews, test accuracy "
-      f"{fmt(tiny.test_accuracy, 3, guard=False)} ({count(tiny.model):,} weights, all trained)")
-print(f"MiniLM + head:   trained on {HEAD_RECIPE['n_train']} of them, test accuracy "
-      f"{fmt(head_acc, 3, guard=False)} ({count(head):,} weights trained, {n_params:,} frozen)")
-assert tiny.test_accuracy >= 0.95 and head_acc >= 0.95
+my_pair = ..., ...           # two sentences that differ in one word, "it" in both
+my_candidates = ..., ...     # the two words "it" could refer to
+my_layer, my_head = ..., ...
+my_weights = ...             # [[w1, w2] in sentence 1, [w1, w2] in sentence 2]
+### BEGIN SOLUTION
+my_pair = ("The boy kicked the ball because it was bored.",
+           "The boy kicked the ball because it was round.")
+my_candidates = ("boy", "ball")
+my_layer, my_head = 3, 7
+my_weights = []
+for one in my_pair:
+    pieces, one_maps = minilm.attention_maps(one)
+    row = one_maps[my_layer][0, my_head, pieces.index("it")]  # (T,)   what "it" gives each key
+    my_weights.append([row[pieces.index(c)].item() for c in my_candidates])
+### END SOLUTION
+my_weights = ex06.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my_head),
+                               minilm.attention_maps)
 
 # %% [markdown]
-# Both solve the task they were taught. Now reviews built the same way, but with sentiment words
-# that never appeared in training: synonyms such as *terrific* or *atrocious*. The tiny model's
-# vocabulary does not contain them: it reads each as `<unk>`, the token for unknown words.
+# Now seven minimal pairs, every head. In the first sentence of each pair *it* is the first
+# candidate, in the second the second. For each head, the **move**: how much more weight `it`
+# puts on the first candidate than on the second in the first sentence, minus the same in the
+# second sentence. A head that follows the meaning moves its weight with it (a positive move); a
+# head that ignores the changed word has a move near 0; a negative move goes against the
+# meaning. We count the heads that move by more than 0.1 either way.
 
 # %%
+minimal_pairs = [("The cat sat on the mat because it was {}.", "tired", "soft", "cat", "mat"),
+                 ("The dog chased the ball because it was {}.", "hungry", "thrown", "dog", "ball"),
+                 ("The trophy did not fit in the suitcase because it was too {}.", "big", "small",
+                  "trophy", "suitcase"),
+                 ("The bird ate the worm because it was {}.", "hungry", "tasty", "bird", "worm"),
+                 ("The fish ignored the bait because it was {}.", "full", "old", "fish", "bait"),
+                 ("The car hit the tree because it was {}.", "speeding", "there", "car", "tree"),
+                 ("The horse kicked the farmer because it was {}.", "angry", "scared", "horse",
+                  "farmer")]
+
+
+def preference(sentence, first, second):
+    """(6, 12): the weight "it" puts on `first` minus the weight it puts on `second`, per head."""
+    tokens_s, maps_s = minilm.attention_maps(sentence)
+    w = torch.stack([m[0, :, tokens_s.index("it")] for m in maps_s])  # (6, 12, T)
+    return w[..., tokens_s.index(first)] - w[..., tokens_s.index(second)]
+
+
+moves = []
+print(f"{'pair':<16} {'heads moving > 0.1: with':>25} {'against':>8}   largest move (head)")
+for template, word_1, word_2, first, second in minimal_pairs:
+    moves.append(preference(template.format(word_1), first, second)  # referent: first
+                 - preference(template.format(word_2), first, second))  # referent: second
+    best = divmod(int(moves[-1].argmax()), minilm.n_heads)
+    print(f"{first + '/' + second:<16} {int((moves[-1] > 0.1).sum()):>25} "
+          f"{int((moves[-1] < -0.1).sum()):>8}   {fmt(moves[-1].max(), 2)} {best}")
+moves = torch.stack(moves)  # (7, 6, 12)
+with_meaning, against = (moves > 0.1).sum(0), (moves < -0.1).sum(0)  # (6, 12) pairs per head
+top_layer, top_head = divmod(int(moves.mean(0).argmax()), minilm.n_heads)
+print(f"heads that move with the meaning in some pair: {int((with_meaning > 0).sum())} of 72; "
+      f"against it in some pair: {int((against > 0).sum())}")
+print(f"the most pairs any head moves with: {int(with_meaning.max())} of {len(minimal_pairs)}")
+print(f"largest mean move: layer {top_layer}, head {top_head}; its moves: "
+      + ", ".join(fmt(m, 2) for m in moves[:, top_layer, top_head]))
+
+# %% tags=["remove-cell"]
+assert int(with_meaning.max()) == 2 and int((with_meaning > 0).sum()) <= 8
+assert moves[2].abs().max() < 0.1 and moves[6].abs().max() < 0.1, "trophy, horse: no head moves"
+assert moves[:, top_layer, top_head].min() < -0.15 and moves[:, top_layer, top_head].max() > 0.35
+
+# %% [markdown]
+# No head of the 72 tracks what *it* refers to across these pairs. Only a handful move with the
+# meaning at all, none in more than 2 of the 7 pairs; the head that moves most (layer 3, head 1,
+# by about 0.4 in two pairs) moves against the meaning by 0.18 in another; and in the classic
+# trophy/suitcase pair, as in horse/farmer, no head moves by even 0.1. These weights show heads
+# reacting to a changed word, sometimes in the direction of the meaning, not a head that resolves
+# pronouns. The model may still resolve *it* elsewhere, in its vectors; the weights alone do not
+# show it.
+
+# %% [markdown]
+# ## Words neither model was trained on
+#
+# Now the TinyTransformer of notebooks 03–04, trained from scratch on the same one-word reviews
+# (`train_classifier(task="bag")`, all its weights learned), against MiniLM + head. Both solve
+# these reviews. Then reviews built the same way but with sentiment words that never appeared in
+# training: synonyms such as *terrific* or *atrocious*. The tiny model's vocabulary does not
+# contain them: it reads each as `<unk>`, the token for unknown words.
+
+# %%
+tiny = train_classifier(task="bag")
 unseen = data.make_reviews(400, seed=1, positive=data.UNSEEN_POSITIVE,
                            negative=data.UNSEEN_NEGATIVE)
 for words, label, _ in unseen[:3]:
     print(f"{data.LABELS[label]:8s}  {' '.join(words)}")
 unknown = [w for w in data.UNSEEN_POSITIVE + data.UNSEEN_NEGATIVE if w in tiny.vocab.stoi]
 print(f"synonyms in the TinyTransformer's vocabulary: {unknown or 'none'}")
-assert not unknown
-
-# %%
 y = torch.tensor(unseen.labels)
 x_tiny = tiny.vocab.encode_batch(unseen.texts(), max_len=tiny.model.max_len)  # (400, T) ids
 x_minilm = minilm.encode(unseen.texts())                                      # (400, 384)
 _, tiny_acc = evaluate(tiny.model, x_tiny, y)
 _, minilm_acc = evaluate(head, x_minilm, y)
-chance = max(y.float().mean().item(), 1 - y.float().mean().item())
-print(f"accuracy on {len(y)} reviews with unseen synonyms (always the majority label: "
-      f"{fmt(chance, 3, guard=False)})")
-print(f"  TinyTransformer: {fmt(tiny_acc, 3, guard=False)}")
-print(f"  MiniLM + head:   {fmt(minilm_acc, 3, guard=False)}")
+chance = max(sum(unseen.labels), len(y) - sum(unseen.labels)) / len(y)  # always the majority
+print(f"{'':16} {'seen words':>10} {'unseen synonyms':>16}   "
+      f"(the majority label: {fmt(chance, 3)})")
+print(f"{'TinyTransformer':16} {fmt(tiny.test_accuracy, 3):>10} {fmt(tiny_acc, 3):>16}")
+print(f"{'MiniLM + head':16} {fmt(head_acc, 3):>10} {fmt(minilm_acc, 3):>16}")
+
+# %% tags=["remove-cell"]
+assert not unknown and tiny.test_accuracy >= 0.95
 assert minilm_acc - tiny_acc > 0.3 and abs(tiny_acc - 0.5) < 0.1
 
-# %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6, 2.5))
-ax.barh(["TinyTransformer", "MiniLM + head"], [tiny_acc, minilm_acc], color=["#b42318", "#1a7f37"])
-ax.axvline(chance, color="gray", linestyle="--", label="majority guess")
-ax.set_xlim(0, 1)
-ax.set_xlabel("accuracy on unseen sentiment synonyms")
-ax.legend(loc="lower right")
-plt.tight_layout()
-plt.show()
+# %% [markdown]
+# On words it never saw the TinyTransformer is at chance; MiniLM + head stays accurate.
 
 # %% [markdown]
-# The TinyTransformer is at chance. Is it at least unsure? A model's **confidence** is the
-# probability it gives its own answer. A *calibrated* model is right about as often as it is
-# confident: of the answers it gives with confidence 0.9, about 9 in 10 are right.
+# ### Can its confidence be trusted?
+#
+# A model's **confidence** is the probability it gives its own answer. A model whose confidence
+# can be trusted is right about as often as it is confident: of the answers it gives with
+# confidence 0.9, about 9 in 10 are right. A **reliability diagram** checks this: cut the range
+# of confidence, [0.5, 1] for two classes, into equal bins, and in each bin compare the mean
+# confidence with the accuracy. **Implement** the bins: `confidence (N,)` in [0.5, 1], `correct
+# (N,)` bool; return per bin `(count (int64), mean confidence, accuracy)`, an empty bin giving
+# NaN (nothing to average).
+#
+# <details><summary>Hint 1</summary>
+#
+# A confidence's bin is how many bin widths (0.5 / n_bins) it lies above 0.5, rounded down. A
+# confidence of exactly 1.0 must land in the last bin.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Turn every confidence into a whole bin number at once, capped at n_bins − 1. Count per bin
+# (`torch.bincount` with `minlength`); sum the confidences and the right answers per bin
+# (`index_add`, or a loop over the bins) and divide by the counts: 0 / 0 gives NaN.
+# </details>
+
+# %%
+def my_reliability(confidence, correct, n_bins):
+    ### BEGIN SOLUTION
+    bin_of = ((confidence - 0.5) / 0.5 * n_bins).long().clamp(max=n_bins - 1)  # (N,)
+    in_bin = torch.bincount(bin_of, minlength=n_bins)  # (n_bins,)
+    empty = torch.zeros(n_bins, dtype=confidence.dtype)
+    conf_sum = empty.index_add(0, bin_of, confidence)  # (n_bins,)
+    right_sum = empty.index_add(0, bin_of, correct.to(confidence.dtype))  # (n_bins,)
+    return in_bin, conf_sum / in_bin, right_sum / in_bin
+    ### END SOLUTION
+
+
+bins = ex06.reliability(my_reliability)
 
 # %%
 with torch.no_grad():
-    p_tiny = tiny.model.predict_proba(x_tiny)           # (400, 2)
-    p_minilm = torch.softmax(head(x_minilm), dim=-1)    # (400, 2)
-print(f"{'':16} {'says positive':>13} {'confidence':>10} {'over 0.99':>9} {'accuracy':>8}")
-for name, p, acc in (("TinyTransformer", p_tiny, tiny_acc),
-                     ("MiniLM + head", p_minilm, minilm_acc)):
-    sure = p.max(dim=1).values                          # (400,) confidence of each answer
-    print(f"{name:16} {int((p.argmax(1) == 1).sum()):>13} {fmt(sure.mean(), 2):>10} "
-          f"{int((sure > 0.99).sum()):>9} {fmt(acc, 3, guard=False):>8}")
-confidence = {"tiny": p_tiny.max(dim=1).values, "minilm": p_minilm.max(dim=1).values}  # (400,) each
-assert confidence["tiny"].mean() - tiny_acc > 0.3, "the tiny model is far more confident than right"
-assert (p_tiny.argmax(1) == 1).sum() > 300 and (confidence["tiny"] > 0.99).sum() >= 100
-assert abs(confidence["minilm"].mean() - minilm_acc) < 0.1, "MiniLM + head: about as sure as right"
+    p = {"TinyTransformer": tiny.model.predict_proba(x_tiny),  # (400, 2)
+         "MiniLM + head": torch.softmax(head(x_minilm), dim=-1)}  # (400, 2)
+diagram = {}
+for name, probs in p.items():
+    confidence, answer = probs.max(dim=1)  # (400,) each
+    diagram[name] = bins(confidence.double(), answer == y, 5)
+    n, conf, acc = diagram[name]
+    gap = (n / n.sum() * (acc - conf).abs()).nansum()  # mean |accuracy - confidence| over answers
+    print(f"{name}: mean confidence {fmt(confidence.mean(), 2)}, accuracy "
+          f"{fmt((answer == y).double().mean(), 3)}, mean gap {fmt(gap, 2)}")
+    print("  " + "   ".join(f"{int(k)} at {fmt(c, 2)}: {fmt(a, 2)}" for k, c, a in zip(n, conf, acc)
+                            if k))
+
+# %% tags=["remove-cell"]
+n, conf, acc = diagram["TinyTransformer"]
+assert ((acc - 0.5).abs()[n >= 20] < 0.1).all() and conf[-1] > 0.95 and n[-1] > 200
+n, conf, acc = diagram["MiniLM + head"]
+assert acc[0] < 0.7 and n[-1] > 250 and acc[-1] > 0.99
+assert (n / n.sum() * (acc - conf).abs()).nansum() < 0.1
+
+# %% tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+centres = 0.55 + 0.1 * torch.arange(5)
+for ax, (name, (n, conf, acc)) in zip(axes, diagram.items()):
+    ax.bar(centres, acc.nan_to_num(0), width=0.09, color="#4c72b0", label="accuracy in the bin")
+    ax.plot([0.5, 1], [0.5, 1], "k--", label="accuracy = confidence")
+    ax.plot(conf, acc, "o", color="#dd8452", markersize=8, label="(mean confidence, accuracy)")
+    for x, k in zip(centres.tolist(), n.tolist()):
+        ax.text(x, 0.03, str(k), ha="center", fontsize=11, color="white")
+    ax.set_xlim(0.5, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_title(name, fontsize=12)
+    ax.set_xlabel("confidence (5 bins; count in each bar)", fontsize=11)
+    ax.tick_params(labelsize=11)
+axes[0].set_ylabel("accuracy", fontsize=11)
+axes[0].legend(loc="upper left", fontsize=10)
+fig.suptitle("reliability on 400 reviews with unseen synonyms", fontsize=12)
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
-# On words it never saw, the TinyTransformer is **confident and wrong**: it calls most reviews
-# positive, over a hundred of them with confidence above 0.99, and is right half the time. Why:
-# the `<unk>` token never occurs in its training reviews, so its embedding never received a
-# gradient and is still the random vector it started with. At test time the decisive word
-# becomes that vector, and the network's answer to it is wherever that random direction pushes.
+# The TinyTransformer's confidence tells nothing: its accuracy is near 0.5 in every bin, also in
+# the last one, where most of its answers sit at a mean confidence above 0.95. MiniLM + head's
+# accuracy rises with its confidence (not smoothly: these bins hold 17 to 29 answers), from 0.59
+# in the lowest bin to 1.00 in the highest, which holds most of its answers. The mean gap between
+# accuracy and confidence, weighted by the answers in each bin, is 0.04 for MiniLM + head and
+# 0.39 for the TinyTransformer: only the first one's confidence can be trusted here. Why is
+# the tiny model so sure? The `<unk>` token never occurs in its training reviews, so its embedding
+# never received a gradient and is still the random vector it started with. At test time the
+# decisive word becomes that vector, and the network's answer is wherever that random direction
+# pushes.
 
 # %%
-x_train, _, _ = tiny.train.tensors(tiny.vocab)          # (1600, T) ids
-start = initial_model(len(tiny.vocab))                  # what train_classifier() started from
+x_tiny_train, _, _ = tiny.train.tensors(tiny.vocab)      # (1600, T) ids
+start = initial_model(len(tiny.vocab))                   # what train_classifier started from
 unk, word = tiny.vocab.UNK, tiny.vocab.stoi[data.POSITIVE[0]]
-print(f"<unk> in the training reviews: {int((x_train == unk).sum())} times")
-unchanged = [torch.equal(start.embed.weight[i], tiny.model.embed.weight[i]) for i in (unk, word)]
+print(f"<unk> in the {len(tiny.train):,} training reviews: {int((x_tiny_train == unk).sum())} "
+      f"times")
+unchanged = [torch.equal(start.embed.tokens.weight[i], tiny.model.embed.tokens.weight[i])
+             for i in (unk, word)]
 print(f"embedding row equal to its random start: <unk> {unchanged[0]}, {data.POSITIVE[0]!r} "
       f"{unchanged[1]}")
-assert int((x_train == unk).sum()) == 0 and unchanged == [True, False]
 
-# %% [markdown]
-# Notebook 03 measured this model's default from the other side: with the decisive word removed
-# as padding, it answered *positive* for most test reviews. Here the word is replaced by an
-# untrained vector instead, and the answer is again mostly *positive*, now with high confidence.
-# Its confidence says nothing about whether it knows. MiniLM + head, whose confidence is close to its accuracy,
-# is the calibrated one here.
+# %% tags=["remove-cell"]
+assert int((x_tiny_train == unk).sum()) == 0 and unchanged == [True, False]
 
 # %% [markdown]
 # Where does MiniLM put the new words? For each synonym, the closest (by cosine) of the sentiment
@@ -452,6 +711,8 @@ print(", ".join(f"{synonyms[i]} → {taught[j]}" for i, j in enumerate(closest[:
 print(", ".join(f"{synonyms[i]} → {taught[j]}" for i, j in enumerate(closest) if i >= 6))
 print(f"{sum(same_side)} of {len(synonyms)} synonyms are closest to a taught word of the same "
       "sentiment")
+
+# %% tags=["remove-cell"]
 assert sum(same_side) == len(synonyms)
 
 # %% [markdown]
@@ -468,19 +729,22 @@ assert sum(same_side) == len(synonyms)
 # queries). Words the TinyTransformer never saw are struck through. Any text works: empty, very
 # long (you are told what was cut), emoji, other scripts, even HTML, which is shown as text.
 # First the static view (the same `analyze` the widget calls), then the widget (it needs a live
-# kernel). `attnlab.SentimentApp()` with no arguments builds these same models by itself.
+# kernel). `attnlab.SentimentApp()` with no arguments builds these same two models by itself.
 
 # %%
 app = SentimentApp(tiny, minilm, head)
-dismal = app.analyze("The plot was dismal and the acting pathetic.")
-print(app.text(dismal))
-tiny_says = dismal["models"]["tiny"]
-assert dismal["label"] == "negative" and tiny_says["label"] == "positive"
+example = app.analyze(EXAMPLE_REVIEW)
+print(app.text(example))
+
+# %% tags=["remove-cell"]
+tiny_says = example["models"]["tiny"]
+assert example["label"] == "positive" and tiny_says["label"] == "negative"
 assert tiny_says["probability"] > 0.95
 
 # %% [markdown]
-# The calibration lesson in one review: two words the TinyTransformer never saw, and it answers
-# positive with a probability above 0.95.
+# The reliability lesson in one review: the TinyTransformer never saw *terrific* or
+# *outstanding* (nor *what*), and it answers negative with a probability above 0.95; MiniLM +
+# head answers positive.
 
 # %%
 print(app.text(app.analyze("<b>bold?</b> 🙂")))
@@ -489,33 +753,24 @@ print(app.text(app.analyze("<b>bold?</b> 🙂")))
 app.widget
 
 # %% [markdown]
-# The headline numbers, in one place:
-
-# %%
-print(f"MiniLM in our EncoderBlock: 9 of 9 published similarities to 4 decimals; "
-      f"{n_params:,} parameters, a head of {count(head)} trained on top")
-hidden_cls, zeroed_cls = (moves[k].mean() for k in ("[CLS] hidden as a key", "[CLS] value zeroed"))
-print(f"[CLS]: {fmt(cls_share.min(), 2)} to {fmt(cls_share.max(), 2)} of the attention per "
-      f"layer; sentence-vector cosine when hidden as a key {fmt(hidden_cls, 3)}, when its value "
-      f"is zeroed {fmt(zeroed_cls, 3)}")
-print(f"'it' → 'cat' head: layer {cat_layer}, head {cat_head}; 'it' puts {fmt(on_cat[tokens.index('it')], 2)} "
-      f"on 'cat', the average query {fmt(on_cat.mean(), 2)}")
-print(f"unseen synonyms: MiniLM + head {fmt(minilm_acc, 3, guard=False)}, TinyTransformer "
-      f"{fmt(tiny_acc, 3, guard=False)} with mean confidence {fmt(confidence['tiny'].mean(), 2)}")
-
-# %% [markdown]
 # ## What we learned
 #
 # - A published transformer is the attention we wrote: all-MiniLM-L6-v2's weights, loaded into
-#   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals.
-# - Mean-pooled sentence vectors put each of six sentences next to its paraphrase, in all three
-#   topics.
-# - `[CLS]` receives 0.25 to 0.62 of the attention in every layer. Zeroing what it contributes
-#   leaves the sentence vectors where they were (cosine 0.995), but hiding it as a key moves them
-#   far (0.609), further than hiding a word: attention weight is neither contribution nor
-#   importance; an intervention tells them apart.
-# - The head in which `it` looks most at `cat` (layer 5, head 11) has every token look at `cat`
-#   (0.64 on average, `it` 0.71): a large weight between two tokens is not a reading of meaning.
-# - On sentiment words it never saw, the frozen pre-trained encoder with a 770-weight head stays
-#   accurate (0.955), while the TinyTransformer drops to chance (0.510) with a mean confidence of
-#   0.95: its `<unk>` vector never trained. Confidence is not accuracy.
+#   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals,
+#   and its mean-pooled sentence vectors put each of six sentences next to its paraphrase. The
+#   mean has a price: a contrast review and its swap, with opposite labels, keep a cosine of
+#   0.975.
+# - MiniLM needs its attention: with uniform weights its sentence vectors keep a cosine of only
+#   0.44 (probe sentences) and 0.57 (reviews) with their normal selves; the sentiment head, on a
+#   task a bag of words solves, falls from 1.000 to 0.920.
+# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences
+#   (0.247 to 0.715 of it), no other token more than 0.230. Zeroing its value changes almost
+#   nothing (cosine 0.995), hiding it as a key moves the vectors far (0.61); for the sentiment
+#   word both do the same (0.93, 0.94). Weight on a token is not information from it; the two
+#   interventions tell them apart.
+# - In seven minimal pairs no head tracks what *it* refers to: none moves with the meaning in
+#   more than 2 of the 7, and the head that moves most with it also moves against it.
+# - On sentiment words it never saw, the frozen encoder with a 770-weight head stays accurate
+#   (0.955) and its confidence matches its accuracy far better; the TinyTransformer falls to
+#   chance (0.482) with its accuracy near 0.5 at every confidence: its `<unk>` vector never
+#   trained. Confidence is not accuracy; a reliability diagram shows which to trust.
