@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from .checks import check_int
 
@@ -52,7 +53,7 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
     if annotate:
         top = vmax if vmax is not None else w.max()
         for (i, j), value in np.ndenumerate(w):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=10,
                     color="black" if value > 0.6 * top else "white")
     ax.set_xlabel("key")
     ax.set_ylabel("query")
@@ -63,11 +64,13 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
 
 
 def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = True,
-              vmax: float | None = 1.0):
+              vmax: float | None = 1.0, panel_size: float | None = None):
     """One heatmap per head of a (H, T, T) weight tensor, plus their mean; returns the Figure.
 
     All panels share one colour scale, 0 to `vmax`; pass vmax=None to end it at the largest
-    weight shown, so that diffuse attention (every weight small) still shows its pattern."""
+    weight shown, so that diffuse attention (every weight small) still shows its pattern.
+    `panel_size` (inches) replaces the size that grows with the sentence, e.g. to keep four
+    panels of a short sentence in one row of a slide."""
     w = _to_numpy(weights)
     if w.ndim == 4 and w.shape[0] == 1:
         w = w[0]  # (1, H, T, T) -> (H, T, T)
@@ -80,7 +83,7 @@ def head_grid(weights, tokens, title=None, highlight=None, with_mean: bool = Tru
         panels.append((w.mean(axis=0), "mean of heads"))
     # Panels grow with the sentence; a row holds as many as fit in MAX_WIDTH inches, because a
     # wider figure is shrunk to the notebook's width until its token labels cannot be read.
-    size = 0.25 * len(tokens) + 1.5
+    size = 0.25 * len(tokens) + 1.5 if panel_size is None else float(panel_size)
     rows = -(-len(panels) // max(1, int(MAX_WIDTH // size)))
     cols = -(-len(panels) // rows)  # the panels spread evenly over the rows
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
@@ -106,7 +109,7 @@ def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
     if d_ks.ndim != 1 or any(c.shape != d_ks.shape for c in curves):
         raise ValueError(f"unscaled and scaled must have one value per d_k ({d_ks.shape}), "
                          f"got shapes {curves[0].shape} and {curves[1].shape}")
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(8, 4))  # wide and low: a slide's width, half its height
     ax.plot(d_ks, curves[0], "o-", color=UNSCALED_COLOR, label=labels[0])
     ax.plot(d_ks, curves[1], "s-", color=SCALED_COLOR, label=labels[1])
     if reference is not None:
@@ -120,27 +123,6 @@ def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
         ax.set_ylim(*ylim)
     ax.set_xlabel("d_k")
     ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
-def against_temperature(taus, peaks, marks=(), n_keys: int = 16, title=None):
-    """Notebook 02's temperature curve: the mean largest softmax weight against τ (log axis),
-    the uniform level 1/n_keys dashed, and `marks`, (τ, peak, label, colour) tuples, as dots
-    (e.g. τ = 1, the unscaled softmax, and τ = √d_k, the scaled one). Returns the Figure."""
-    taus, peaks = np.asarray(taus, dtype=float), np.asarray(peaks, dtype=float)
-    if taus.ndim != 1 or taus.shape != peaks.shape:
-        raise ValueError(f"taus and peaks must be 1-D of the same length, got shapes "
-                         f"{taus.shape} and {peaks.shape}")
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(taus, peaks, "-", color="0.3")
-    ax.axhline(1 / n_keys, ls="--", color="0.5", lw=1, label=f"uniform (1/{n_keys})")
-    for tau, peak, label, color in marks:
-        ax.plot(tau, peak, "o", color=color, label=label)
-    ax.set(xscale="log", xlabel="temperature τ", ylabel="mean largest weight", ylim=(0, 1.05))
     if title:
         ax.set_title(title)
     ax.legend()
@@ -187,7 +169,7 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
     variants = list(dict.fromkeys(v for g in groups.values() for v in g))
     width = 0.8 / len(variants)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(groups) * len(variants), 3.6))
+    fig, ax = plt.subplots(figsize=(min(10.0, 1.6 + 1.1 * len(groups) * len(variants)), 3.6))
     for j, variant in enumerate(variants):
         for i, group in enumerate(groups):
             values = np.asarray(groups[group].get(variant, []), dtype=float)
@@ -200,7 +182,7 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
                    label=variant if i == first else None,  # one legend entry per variant
                    yerr=[[mean - values.min()], [values.max() - mean]], capsize=4)
             ax.plot(np.full(values.size, x), values, "k.", markersize=5)
-            ax.text(x, values.max() + 0.02, f"{mean:.2f}", ha="center", va="bottom", fontsize=8)
+            ax.text(x, values.max() + 0.02, f"{mean:.2f}", ha="center", va="bottom", fontsize=10)
     if chance is not None:
         ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(range(len(groups)), labels=list(groups))
@@ -214,10 +196,11 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
 
 
 def accuracy_curves(histories: dict, title=None, chance: float | None = None,
-                    metric: str = "test_acc"):
+                    metric: str = "test_acc", figsize: tuple[float, float] = (6, 3.4)):
     """Learning curves of repeated runs: `histories` maps a variant name to a list of histories
     (one per seed, from `attnlab.train.fit`). Draws the mean `metric` per epoch with a band from
-    the lowest to the highest run (a variant with a single run is just its curve). Returns the
+    the lowest to the highest run (a variant with a single run is just its curve). `figsize` in
+    inches, e.g. (8, 4) for a curve that fills a slide's width and half its height. Returns the
     Figure."""
     if not isinstance(histories, dict) or not all(isinstance(h, list) for h in histories.values()):
         raise TypeError(f"histories must be a dict {{variant: [history, ...]}}, "
@@ -225,7 +208,7 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None,
     if not histories or not all(histories.values()):
         raise ValueError(f"histories must be a non-empty dict of non-empty lists, "
                          f"got {list(map(len, histories.values()))} runs per variant")
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = plt.subplots(figsize=figsize)
     for name, runs in histories.items():
         if any(metric not in h for h in runs):
             raise ValueError(f"every history of {name!r} must have {metric!r}")
@@ -237,10 +220,11 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None,
     if chance is not None:
         ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.set_ylabel(metric.replace("_acc", " accuracy").replace("_", " "))
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=10)
     if title:
         ax.set_title(title)
     fig.tight_layout()

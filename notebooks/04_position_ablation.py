@@ -10,40 +10,65 @@
 # # 04 · What positional encodings are for
 #
 # Notebook 03's model added a learned position vector to every token. Did it need to? Here we
-# take the positions away: first we show what self-attention without positions cannot see, then
-# we measure it, on notebook 03's task and on a task built so that only word order decides.
+# take the positions away, on a task where word order does not matter and on notebook 03's task,
+# where it is all that matters. Then we compare the ways of giving a model positions: a learned
+# table, the original Transformer's sinusoidal table, and rotary positions; and we ask what each
+# does with a sequence longer than any it was trained on.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - why self-attention without positions reads a sentence as a bag of words, checked on a model;
-# - how the sinusoidal positional encoding is built, and why moving k places is a rotation;
+# - why self-attention without positions reads a sentence as a set of words, checked on a model;
 # - to run an ablation: the same model with and without positions, on a task that needs word
-#   order and on one that does not; then learned against sinusoidal positions;
-# - why "removing it changed nothing" is a statement about the task, and how learned and
-#   sinusoidal positions differ in how fast they are learned and in their initial size.
+#   order and on one that does not, and whether each trained model needs its attention at all;
+# - how big sinusoidal position vectors are next to the token vectors, and why the original
+#   Transformer multiplies its token vectors by √d_model (measured);
+# - how rotary positions turn queries and keys so that attention scores depend only on the
+#   distance between two tokens, and to write that turn yourself;
+# - what learned, sinusoidal, rotary and no positions do past the training length.
 #
-# Assumes: notebook 03 (the TinyTransformer, its training loop and recipe).
+# Assumes: notebook 03 (the TinyTransformer, its training loop and recipe, the contrast reviews,
+# `attnlab.uniform_attention()`).
 
 # %% slideshow={"slide_type": "skip"}
 import math
 
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
+import torch.nn.functional as F
 from IPython.display import display
 
 import attnlab
-from attnlab.attention import sinusoidal_table
-from attnlab.data import LABELS, MAX_LEN, NEGATIVE, POSITIVE, Vocab, make_order_reviews
+from attnlab.attention import MultiHeadAttention
+from attnlab.blocks import sinusoidal_table
+from attnlab.data import (
+    LABELS,
+    MAX_LEN,
+    NEGATIVE,
+    POSITIVE,
+    Vocab,
+    make_contrast_reviews,
+    make_reviews,
+)
 from attnlab.exercises import ex04
-from attnlab.models import LEARNED_POSITION_STD, TinyTransformer
+from attnlab.models import LEARNED_POSITION_STD, DecoderOnly, TinyTransformer, draw_float64
 from attnlab.plots import accuracy_curves, mean_spread_bars
 from attnlab.report import fmt
-from attnlab.train import RECIPE, train_classifier
+from attnlab.train import (
+    RECIPE,
+    evaluate,
+    fit,
+    fit_classifier,
+    initial_model,
+    task_reviews,
+    train_classifier,
+)
 from attnlab.widgets import PredictionComparison
 
 attnlab.seed_everything(0)
+vocab = Vocab.for_reviews()
+d = RECIPE["d_model"]  # 32
+ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 
 # %% [markdown]
 # ## Without positions, attention sees a set
@@ -52,12 +77,10 @@ attnlab.seed_everything(0)
 # and each token still meets the same partners with the same scores: its output is the same,
 # only at its new place. This is **permutation equivariance**, and the mean pooling on top then
 # makes the prediction permutation *invariant*. We check it on untrained models: the argument
-# does not depend on the weights. (As in notebook 03, every model here computes in float64, so
-# the numbers come out the same on any CPU.)
+# does not depend on the weights.
 
 # %%
-vocab = Vocab.for_reviews()
-words = "the acting was great and the ending was awful".split()
+words = "the plot was dull but the cast was superb".split()
 x = torch.tensor([vocab.encode(words)])  # (1, T)
 perm = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(0))
 print("original:", " ".join(words))
@@ -77,6 +100,8 @@ for positions in ("none", "sinusoidal"):
     c = change[positions]
     print(f"positions={positions!r:12} largest change of a token state {fmt(c['states'], 3)}, "
           f"of their mean {fmt(c['mean'], 3)}, of a logit {fmt(c['logits'], 3)}")
+
+# %% tags=["remove-cell"]
 assert max(change["none"].values()) < 1e-12, "without positions, shuffling only moves the states"
 c = change["sinusoidal"]
 assert c["states"] > 1 > 10 * c["mean"] and c["logits"] < c["mean"], "the mean moves little"
@@ -84,18 +109,209 @@ assert c["states"] > 1 > 10 * c["mean"] and c["logits"] < c["mean"], "the mean m
 # %% [markdown]
 # Without positions, shuffling only moves the token states around: each state is the same, at its
 # new place, so their mean and the logits do not change at all. With positions the states do
-# change, by more than 1, yet their mean moves more than ten times less. The shuffle hands the
-# same position vectors to other tokens, and the mean over the sentence still contains every
-# token and every position once: it changes only through how each token combines with its new
-# position, which in this untrained model is a small effect. The logits, a linear function of
-# that mean, move less still. Training has to make the combination matter; at the end of this
-# notebook a trained model changes its answer when two words swap.
+# change, by more than 1, yet their mean moves more than ten times less: the shuffle hands the
+# same position vectors to other tokens, and the mean over the sentence still holds every token
+# and every position once. Training has to make the pairing of word and position matter.
 #
-# So a model without positions is a *bag-of-words* model: it cannot tell "great, not awful"
-# from "awful, not great" when the words are the same. Whether that matters depends on the task.
+# So an encoder without positions is a *bag-of-words* model: "dull but superb" and "superb but
+# dull" are the same input to it. Whether that matters depends on the task.
 
 # %% [markdown]
-# ## The sinusoidal table
+# ## Two tasks
+#
+# - **bag**: one sentiment word among filler decides the label; where it stands is irrelevant.
+# - **contrast** (notebook 03's task): a sentiment word, "but", and a word of the other polarity;
+#   the word after "but" decides. Swap the two sentiment words and you get the **twin**: the
+#   same words, the opposite label. Both are equally likely.
+
+# %%
+for words, label, _ in make_reviews(2, seed=1):
+    print(f"bag       {LABELS[label]:>8}: {' '.join(words)}")
+print()
+sentiment_words = set(POSITIVE + NEGATIVE)
+for words, label, second in make_contrast_reviews(2, seed=1):
+    first = next(i for i, w in enumerate(words) if w in sentiment_words)
+    twin = list(words)
+    twin[first], twin[second] = words[second], words[first]
+    print(f"contrast  {LABELS[label]:>8}: {' '.join(words)}")
+    print(f"   twin   {LABELS[1 - label]:>8}: {' '.join(twin)}")
+
+# %% [markdown]
+# **Predict first.** The same TinyTransformer without positions is trained on the contrast task
+# for as long as notebook 03's model. What test accuracy will it reach?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: the model without positions sees each review as a bag of words.
+# In the contrast task a review and its twin have the same bag and opposite labels. What test
+# accuracy does it reach?
+
+# %%
+guess = ...  # your prediction: the contrast task's test accuracy without positions (0 to 1)
+### BEGIN SOLUTION
+guess = 0.5
+### END SOLUTION
+
+# %% [markdown]
+# ## The ablation
+#
+# The same TinyTransformer (notebook 03's recipe, trained in float64 as there) with learned
+# positions and with none, on both tasks. A seed sets the data, the initial weights and the batch
+# order; the runs that the comparisons below rest on have two seeds, the others one (each run
+# costs a few seconds). The contrast task trains for the recipe's 12 epochs: with learned
+# positions and seed 0 this is notebook 03's model. The bag task trains for 3 epochs.
+#
+# Next to each test accuracy stands the accuracy of the same trained model under
+# `attnlab.uniform_attention()`, where every query gives every key the same weight: does the
+# model need its attention at all?
+
+# %% slideshow={"slide_type": "skip"}
+EPOCHS = {"bag": 3, "contrast": RECIPE["epochs"]}
+runs = {}  # (task, positions) -> one Trained per seed
+
+
+def train_runs(task, positions, seeds=(0, 1)):
+    """Train the recipe's TinyTransformer once per seed and keep the runs."""
+    runs[task, positions] = [train_classifier(task, positions, seed=s, epochs=EPOCHS[task])
+                             for s in seeds]
+    return runs[task, positions]
+
+
+def under_uniform(run):
+    """Test accuracy of a trained model when every attention weight is uniform."""
+    x, y, _ = run.test.tensors(vocab)  # (400, T), (400,)
+    with attnlab.uniform_attention():
+        return evaluate(run.model, x, y)[1]
+
+
+def show_table(keys):
+    """One line per (task, positions): the test accuracy of each seed, and under uniform
+    attention; returns {(task, positions): (accuracies, accuracies under uniform attention)}."""
+    table = {}
+    print(f"{'task':9} {'positions':11} {'test accuracy, per seed':>23}   under uniform attention")
+    for key in keys:
+        acc = [r.test_accuracy for r in runs[key]]
+        uniform = [under_uniform(r) for r in runs[key]]
+        table[key] = acc, uniform
+        print(f"{key[0]:9} {key[1]:11} {'  '.join(fmt(a, 3) for a in acc):>23}   "
+              + "  ".join(fmt(u, 3) for u in uniform))
+    return table
+
+
+# %%
+train_runs("bag", "learned", seeds=(0,))
+train_runs("bag", "none")
+train_runs("contrast", "learned")
+train_runs("contrast", "none", seeds=(0,))
+table = show_table(runs)
+
+# %% tags=["remove-cell"]
+acc = {key: a for key, (a, _) in table.items()}
+uniform = {key: u for key, (_, u) in table.items()}
+assert min(acc["bag", "learned"] + acc["bag", "none"]) >= 0.98, "both solve the bag task"
+assert min(uniform["bag", "learned"] + uniform["bag", "none"]) >= 0.98, "without attention too"
+assert acc["contrast", "learned"][0] == 0.995 and uniform["contrast", "learned"][0] == 0.4775
+assert min(acc["contrast", "learned"]) >= 0.99, "learned positions solve the contrast task"
+assert abs(acc["contrast", "none"][0] - 0.5) < 0.05, "no positions: chance"
+assert max(abs(u - 0.5) for u in uniform["contrast", "learned"]) < 0.05, "it needs attention"
+
+# %%
+guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
+
+# %% [markdown]
+# Both models solve the bag task, and both still do with uniform attention: one word decides
+# wherever it stands, so neither positions nor attention have anything to add, and removing
+# positions from a bag-of-words task "changes nothing". On the contrast task the model with
+# learned positions reaches at least 0.99 in both seeds (seed 0 is notebook 03's model), and
+# falls to chance under uniform attention: it needs both. Without positions it stays near
+# chance (one seed: the twins below show that no seed and no amount of training could do
+# better).
+#
+# Is the model with learned positions still learning after 12 epochs, or on its plateau?
+
+# %%
+def first_epoch_at(history, level=0.9):
+    """The first epoch (1, 2, ...) with a test accuracy of at least `level` (None: never)."""
+    return next((e for e, a in zip(history["epoch"], history["test_acc"]) if a >= level), None)
+
+
+plateau = [min(r.history["test_acc"][-5:]) for r in runs["contrast", "learned"]]
+print("learned positions, contrast task: first epoch with a test accuracy of at least 0.9:",
+      ", ".join(str(first_epoch_at(r.history)) for r in runs["contrast", "learned"]),
+      "| lowest test accuracy of the last 5 epochs:", ", ".join(fmt(p, 3) for p in plateau))
+
+# %% tags=["remove-cell"]
+assert [first_epoch_at(r.history) for r in runs["contrast", "learned"]] == [6, 6]
+assert min(plateau) >= 0.98, "the learned runs are on their plateau for the last 5 epochs"
+
+# %% [markdown]
+# Both learned runs pass 0.9 at epoch 6 and stay within a percent or two of 1 for the last five
+# epochs: they sit on their plateau (the curves come below, with the other encodings).
+#
+# And why is the model without positions at chance, exactly? Give each test review its twin. A
+# model that sees only the bag of words gives both twins the same answer, so it is right on
+# exactly one of each pair:
+
+# %% slideshow={"slide_type": "skip"}
+SENTIMENT = torch.tensor([vocab.stoi[w] for w in POSITIVE + NEGATIVE])
+
+
+def with_twins(reviews):
+    """x (2N, T) and y (2N,): the contrast reviews, then each with its two sentiment words
+    swapped (its twin, with the opposite label)."""
+    x, y, second = reviews.tensors(vocab)  # (N, T), (N,), (N,)   second = the word after "but"
+    rows = torch.arange(len(y))
+    before = torch.isin(x, SENTIMENT)  # (N, T)
+    before[rows, second] = False
+    first = before.int().argmax(1)  # (N,)   the sentiment word before "but"
+    twins = x.clone()
+    twins[rows, first], twins[rows, second] = x[rows, second], x[rows, first]
+    return torch.cat([x, twins]), torch.cat([y, 1 - y])
+
+
+# %%
+on_twins = {}
+for positions in ("learned", "none"):
+    on_twins[positions] = []
+    for r in runs["contrast", positions]:
+        x_both, y_both = with_twins(r.test)  # (800, T), (800,)
+        on_twins[positions].append(evaluate(r.model, x_both, y_both)[1])
+    print(f"{positions:8} accuracy on the {len(y_both)} test reviews and their twins: "
+          + "  ".join(fmt(a, 3) for a in on_twins[positions]))
+
+# %% tags=["remove-cell"]
+assert on_twins["none"] == [0.5], "a bag-of-words model is right on one twin of each pair"
+assert min(on_twins["learned"]) > 0.98
+
+# %% [markdown]
+# ## Try it: both models side by side
+#
+# The seed-0 models of the contrast task. Words outside the vocabulary are marked with `?` and
+# read as "unknown". First a review and its twin:
+
+# %%
+compare = PredictionComparison({"learned positions": runs["contrast", "learned"][0].model,
+                                "no positions": runs["contrast", "none"][0].model}, vocab)
+pair = ["the plot was dull but the cast was superb", "the plot was superb but the cast was dull"]
+views = [compare.view(s) for s in pair]
+for v in views:
+    print(compare.text(v))
+
+# %% tags=["remove-cell"]
+p_none = [v["predictions"]["no positions"]["p_positive"] for v in views]
+labels = [v["predictions"]["learned positions"]["label"] for v in views]
+assert abs(p_none[0] - p_none[1]) < 1e-12, "without positions both orders get the same prediction"
+assert labels == ["positive", "negative"], "with positions the word after 'but' decides"
+
+# %% [markdown]
+# The model with positions gives the twins opposite answers; the one without gives both the same
+# probability. Type your own (any text works; only the vocabulary's words carry meaning):
+
+# %%
+compare.input.value = pair[0]
+display(compare)
+
+# %% [markdown]
+# ## The sinusoidal table, and its size
 #
 # The original Transformer adds a fixed vector to the token at position p:
 #
@@ -106,12 +322,12 @@ assert c["states"] > 1 > 10 * c["mean"] and c["logits"] < c["mean"], "the mean m
 # from one position to the next: fast in the first pair (1 radian), slowly in the last.
 
 # %% tags=["hide-input"]
-table = sinusoidal_table(MAX_LEN, RECIPE["d_model"])  # (15, 32)   positions 0..14, d = 32
+table = sinusoidal_table(MAX_LEN, d)  # (15, 32)   positions 0..14
 fig, ax = plt.subplots(figsize=(8, 3.2))
 image = ax.imshow(table.T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
 ax.set_xlabel("position p")
 ax.set_ylabel("dimension")
-ax.set_title("sinusoidal positional encoding PE[p, :] for d = 32 (one column per position)")
+ax.set_title("sinusoidal PE[p, :] for d = 32, one column per position")
 fig.colorbar(image, ax=ax, fraction=0.03)
 plt.show()
 
@@ -132,259 +348,461 @@ guess_norm = 4.0
 # %%
 norms = table.norm(dim=-1)  # (15,)   one per position
 print(f"norms of PE[0] .. PE[{MAX_LEN - 1}]: from {fmt(norms.min(), 3)} to {fmt(norms.max(), 3)}")
-ex04.sinusoidal_norm(guess_norm, norms.mean().item())
+guess_norm = ex04.sinusoidal_norm(guess_norm, norms.mean().item())
+
+# %% tags=["remove-cell"]
 assert torch.allclose(norms, torch.full_like(norms, 4.0))
 
 # %% [markdown]
-# Moving k places on turns every pair by the angle $\omega_i k$. A turn is a linear map, a 2 × 2
-# rotation matrix, and it is the same for every position p. Write it: a matrix M with
-# $M\,(\sin \omega p, \cos \omega p) = (\sin \omega(p + k), \cos \omega(p + k))$ for every p.
+# And the vectors they are added to? `TinyTransformer` draws its token vectors with standard
+# deviation $d^{-1/2}$ and its learned position vectors with standard deviation 0.02. Their
+# lengths when training starts:
 
 # %%
-def my_shift_matrix(omega, k):
-    """The 2 × 2 matrix that moves the pair (sin ωp, cos ωp) k positions on (float32)."""
-    ### BEGIN SOLUTION
-    c, s = math.cos(omega * k), math.sin(omega * k)
-    return torch.tensor([[c, s], [-s, c]])  # the angle-sum formulas, written as a matrix
-    ### END SOLUTION
-
-
-shift_matrix = ex04.shift_matrix(my_shift_matrix)
-
-# %% [markdown]
-# <details><summary>Hint</summary>
-#
-# sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b − sin a sin b, with
-# a = ωp and b = ωk. The coefficients of sin a and cos a in each line are a row of M.
-# </details>
-#
-# Check it on the table itself, for two frequencies and a shift of 3 places:
-
-# %%
-k = 3
-for i in (0, 5):
-    omega = 10000 ** (-2 * i / RECIPE["d_model"])
-    pairs = table[:, 2 * i:2 * i + 2]  # (15, 2)   (sin, cos) of pair i at every position
-    moved = pairs[:-k] @ shift_matrix(omega, k).T  # (12, 2)   M applied to every position
-    ok = torch.allclose(moved, pairs[k:], atol=1e-5)
-    print(f"pair {i} (ω = {fmt(omega, 4, guard=False)}): M · PE[p] = PE[p + {k}] for every p: {ok}")
-    assert ok
-
-# %% [markdown]
-# One fixed matrix per shift and frequency, whatever the position: "k places further on" is the
-# same linear map everywhere. The query and key projections are linear, so they can in principle
-# compare positions by their distance; that was the original paper's argument for this table.
-# Learned positions have no such structure built in: they start random and are shaped by
-# training.
-
-# %% [markdown]
-# ## Two tasks
-#
-# - **bag**: notebook 03's reviews: one sentiment word decides; its position is irrelevant.
-# - **order**: each review has one positive and one negative word; the label is the polarity of
-#   the one that comes **first**. Swapping the two words keeps the bag and flips the label, and
-#   both orders are equally likely.
-
-# %%
-order = make_order_reviews(3, seed=1)
-for words, label, pos in order:
-    second = next(i for i, w in enumerate(words) if i > pos and w in POSITIVE + NEGATIVE)
-    swapped = list(words)
-    swapped[pos], swapped[second] = words[second], words[pos]
-    print(f"{LABELS[label]:>8}: {' '.join(words)}")
-    print(f"{LABELS[1 - label]:>8}: {' '.join(swapped)}   (same words, swapped)\n")
-
-# %% [markdown]
-# **Predict first.** On the order task, what test accuracy will the model without positions
-# reach after training?
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: the model without positions sees only the bag of words. Each
-# order review has one positive and one negative word, and which comes first decides the label.
-# What test accuracy does it reach on the order task?
-
-# %%
-guess = ...  # your prediction: the order task's test accuracy without positions (0 to 1)
-### BEGIN SOLUTION
-guess = 0.5
-### END SOLUTION
-
-# %% [markdown]
-# ## The ablation
-#
-# The same TinyTransformer (notebook 03's recipe) with learned positions (notebook 03's model)
-# and with none. The bag task trains with seed 0 for 2 epochs; the order task, the one where the
-# two differ, with seeds 0 and 1 (data, initial weights and batch order all change with the seed)
-# for 10 epochs instead of the recipe's 12. The accuracies below show whether that is enough.
-
-# %%
-VARIANTS = ("learned", "none")
-EPOCHS = {"bag": 2, "order": 10}
-SEEDS = {"bag": (0,), "order": (0, 1)}  # float64 training is slow: this keeps 04 within 30 s
-runs = {task: {v: [train_classifier("reviews" if task == "bag" else "order", v, seed=seed,
-                                    epochs=EPOCHS[task], dtype=torch.float64) for seed in SEEDS[task]]
-               for v in VARIANTS} for task in EPOCHS}
-accuracy = {task: {v: [r.test_accuracy for r in runs[task][v]] for v in VARIANTS} for task in runs}
-mean = {task: {v: float(np.mean(a)) for v, a in accuracy[task].items()} for task in accuracy}
-
-print(f"{'task':6} {'positions':11} {'test accuracy per seed':>17}   mean")
-for task in accuracy:
-    for v in accuracy[task]:
-        per_seed = "  ".join(fmt(a, 3, guard=False) for a in accuracy[task][v])
-        print(f"{task:6} {v:11} {per_seed:>17}   {fmt(mean[task][v], 3, guard=False)}")  # a mean of counts: exact
-assert min(min(a) for a in accuracy["bag"].values()) > 0.98, "every variant solves the bag task"
-assert abs(mean["order"]["none"] - 0.5) < 0.05, "without positions the order task is at chance"
-assert mean["order"]["learned"] > 0.9, "with positions it is learned"
-
-# %% tags=["hide-input"]
-mean_spread_bars(accuracy, ylabel="test accuracy (bag: 1 seed, order: 2)", chance=0.5,
-                 title="TinyTransformer with learned positions and without")
-plt.show()
-
-# %% [markdown]
-# Bars are means over the seeds, whiskers the lowest and highest run, dots the single runs. On the
-# bag task both variants reach a test accuracy above 0.98: one word decides,
-# wherever it stands, so positions have nothing to add, which is why removing them from notebook
-# 03's task changes nothing. On the order task the model without positions stays at chance, and
-# the model with learned positions solves it.
-
-# %%
-guess = ex04.order_without_positions(guess, mean["order"]["none"])
-
-# %% [markdown]
-# Why exactly chance? Give each order test review its **twin**: the same words with the two
-# sentiment words swapped, and the opposite label. A model that sees only the bag of words
-# gives both twins the same answer, so it is right on exactly one of them:
-
-# %% slideshow={"slide_type": "skip"}
-def with_twins(reviews):
-    """x (2N, T) and y (2N,): the reviews, then each with its two sentiment words swapped."""
-    x, y, first = reviews.tensors(vocab)  # (N, T), (N,), (N,)   first = the earlier word
-    sentiment = torch.tensor([vocab.stoi[w] for w in POSITIVE + NEGATIVE])
-    later = torch.isin(x, sentiment) & (torch.arange(x.shape[1]) > first[:, None])  # (N, T)
-    second = later.int().argmax(1)  # (N,)   the later sentiment word
-    rows = torch.arange(len(y))
-    twins = x.clone()
-    twins[rows, first], twins[rows, second] = x[rows, second], x[rows, first]
-    return torch.cat([x, twins]), torch.cat([y, 1 - y])
-
-
-# %%
-both = {v: [] for v in VARIANTS}
-for v in VARIANTS:
-    for r in runs["order"][v]:
-        x_both, y_both = with_twins(r.test)  # (800, T), (800,)
-        both[v].append((r.model.predict_proba(x_both).argmax(-1) == y_both).double().mean().item())
-    print(f"{v:11} accuracy on the {len(y_both)} test reviews and twins: "
-          + "  ".join(fmt(a, 3, guard=False) for a in both[v]))
-assert all(a == 0.5 for a in both["none"]), "a bag-of-words model is right on one twin of each pair"
-
-# %% [markdown]
-# ## Learned against sinusoidal positions
-#
-# Learned positions solve the order task. Does the original Transformer's fixed sinusoidal table
-# do the same, and as fast? One run with seed 0 (the data and batch order of the first learned
-# run), for the same 10 epochs:
-
-# %%
-sinusoidal = train_classifier("order", "sinusoidal", seed=0, epochs=EPOCHS["order"],
-                              dtype=torch.float64)
-print(f"order task, sinusoidal positions, seed 0: test accuracy "
-      f"{fmt(sinusoidal.test_accuracy, 3, guard=False)}")
-assert sinusoidal.test_accuracy > 0.9, "sinusoidal positions solve the order task too"
-
-# %% [markdown]
-# The test accuracy after each epoch (the learned runs: mean of the 2 seeds, the range shaded):
-
-# %% tags=["hide-input"]
-accuracy_curves({"learned": [r.history for r in runs["order"]["learned"]],
-                 "sinusoidal": [sinusoidal.history],
-                 "none": [r.history for r in runs["order"]["none"]]},
-                chance=0.5, title="order task: test accuracy per epoch")
-plt.show()
-
-
-# %%
-def first_epoch_at(history, level=0.9):
-    """First epoch with a test accuracy of at least `level` (None: never)."""
-    return next((e for e, a in zip(history["epoch"], history["test_acc"]) if a >= level), None)
-
-
-reach = {"learned": [first_epoch_at(r.history) for r in runs["order"]["learned"]],
-         "sinusoidal": [first_epoch_at(sinusoidal.history)]}
-print("first epoch with a test accuracy of at least 0.9: "
-      + "; ".join(f"{v} {', '.join(map(str, e))}" for v, e in reach.items()))
-assert min(reach["learned"]) - max(reach["sinusoidal"]) >= 3, "sinusoidal positions reach 0.9 first"
-
-# %% [markdown]
-# Sinusoidal positions reach 0.9 three or more epochs before either learned run; one sinusoidal
-# run is a hint, not a proof. A first clue is the size of what each kind adds to the
-# token vectors when training starts. `TinyTransformer` (in `attnlab/models.py`) draws its token
-# vectors with standard deviation $d^{-1/2}$, so each has a length near 1, and its learned
-# position vectors with standard deviation 0.02; the sinusoidal vectors are fixed, with entries
-# between -1 and 1:
-
-# %%
-torch.manual_seed(0)
-fresh = {kind: TinyTransformer(len(vocab), positions=kind, dtype=torch.float64)
-         for kind in ("learned", "sinusoidal")}
-vectors = {"token": fresh["learned"].embed.weight[2:].detach(),  # the words (not PAD, UNK)
-           "learned position": fresh["learned"].pos.table[:MAX_LEN].detach(),
-           "sinusoidal position": fresh["sinusoidal"].pos.table[:MAX_LEN]}
-for name, v in vectors.items():
-    print(f"{name:20} entries: std {fmt(v.std(), 3)}   vector length: mean {fmt(v.norm(dim=-1).mean(), 2)}")
-d = RECIPE["d_model"]
-assert abs(vectors["token"].std() - d ** -0.5) < 0.02 and abs(vectors["learned position"].std() - LEARNED_POSITION_STD) < 0.005
+fresh = {kind: initial_model(len(vocab), kind, seed=0) for kind in ("learned", "sinusoidal")}
+vectors = {"token": fresh["learned"].embed.tokens.weight[2:].detach(),  # the words (not PAD, UNK)
+           "learned position": fresh["learned"].embed.pos.table[:MAX_LEN].detach(),
+           "sinusoidal position": fresh["sinusoidal"].embed.pos.table[:MAX_LEN]}
 length = {name: v.norm(dim=-1).mean().item() for name, v in vectors.items()}
+for name, v in vectors.items():
+    print(f"{name:20} entries: std {fmt(v.std(), 3)}   mean length {fmt(length[name], 2)}")
+print(f"{'token × √d':20} mean length {fmt(length['token'] * math.sqrt(d), 2)}")
+
+# %% tags=["remove-cell"]
+assert abs(vectors["token"].std() - d ** -0.5) < 0.02
+assert abs(vectors["learned position"].std() - LEARNED_POSITION_STD) < 0.005
 assert 3 < length["sinusoidal position"] / length["token"] < 5, "about four times as long"
 assert 5 < length["token"] / length["learned position"] < 15, "about ten times shorter"
 
 # %% [markdown]
-# From the first step the sinusoidal vectors are about four times as long as the token vectors,
-# while the learned ones start about ten times shorter and must grow before the model can read
-# order from them: a likely reason for their slow start, not tested here. To test it, scale the
-# learned table to standard deviation $d^{-1/2}$ before training (under `torch.no_grad()`:
-# `model.pos.table.mul_(d ** -0.5 / LEARNED_POSITION_STD)`) and train again with
-# `attnlab.train.fit`.
-
-# %% [markdown]
-# ## Try it: both models side by side
+# The sinusoidal vectors are about four times as long as the token vectors; the learned ones
+# start about ten times shorter. The original Transformer also drew its token vectors small, and
+# multiplied them by $\sqrt{d_{model}}$ before adding the table: here that makes them longer
+# than the position vectors (the last line). What do the two sizes do to training?
 #
-# The seed-0 models of the order task, with learned positions and without. Words outside the
-# vocabulary are marked with `?` and read as "unknown". First a fixed pair of sentences with the
-# same words in the two orders:
+# First, sinusoidal positions in the ablation, on both tasks:
 
 # %%
-compare = PredictionComparison({"learned positions": runs["order"]["learned"][0].model,
-                                "no positions": runs["order"]["none"][0].model}, vocab)
-pair = ["the acting was great and the ending was awful", "the acting was awful and the ending was great"]
-views = [compare.view(s) for s in pair]
-for v in views:
-    print(compare.text(v), "\n")
-p_none = [v["predictions"]["no positions"]["p_positive"] for v in views]
-labels = [v["predictions"]["learned positions"]["label"] for v in views]
-assert abs(p_none[0] - p_none[1]) < 1e-12, "without positions both orders get the same prediction"
-assert labels == ["positive", "negative"], "with positions the first sentiment word decides"
+for task in ("bag", "contrast"):
+    train_runs(task, "sinusoidal")
+table = show_table([(task, "sinusoidal") for task in ("bag", "contrast")])
+reach = {p: [first_epoch_at(r.history) for r in runs["contrast", p]]
+         for p in ("learned", "sinusoidal")}
+print("contrast task, first epoch with a test accuracy of at least 0.9:",
+      "; ".join(f"{p} {', '.join(map(str, e))}" for p, e in reach.items()))
+
+# %% tags=["remove-cell"]
+acc = {key: a for key, (a, _) in table.items()}
+uniform = {key: u for key, (_, u) in table.items()}
+assert min(acc["bag", "sinusoidal"] + acc["contrast", "sinusoidal"]) >= 0.99
+assert min(uniform["bag", "sinusoidal"]) < 0.65 and max(uniform["bag", "sinusoidal"]) < 0.98
+assert max(abs(u - 0.5) for u in uniform["contrast", "sinusoidal"]) < 0.05
+assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 first, per seed"
 
 # %% [markdown]
-# The trained model with positions gives the two orders opposite answers; the one without gives
-# both the same probability. Now type your own (any text works; only the vocabulary's words
-# carry meaning):
+# Sinusoidal positions solve both tasks, and on the contrast task both seeds reach 0.9 before
+# either learned run. But look at the bag task under uniform attention: the models that only
+# need one word, wherever it stands, lose accuracy without their attention, one of them nearly
+# all of it, where the models with learned or no positions lost none. Uniform attention answers
+# a question about a trained model, not about its task: next to position vectors four times
+# their size the words are faint, and these models came to rely on attention, plausibly to pick
+# the sentiment word out.
+#
+# Does the size of the position vectors also slow the learning of the bag task, and does the
+# original Transformer's multiplication help? The test accuracy after each epoch without
+# positions, with sinusoidal positions, and with sinusoidal positions and the token vectors
+# multiplied by √d before training:
 
 # %%
-compare.input.value = pair[0]
-display(compare)
+def train_rescaled(task, positions, seed, tokens=1.0):
+    """train_classifier's run with every token vector multiplied by `tokens` before training;
+    returns the history."""
+    train, test = task_reviews(task, seed)
+    model = initial_model(len(vocab), positions, seed)
+    with torch.no_grad():
+        model.embed.tokens.weight.mul_(tokens)  # (vocab, d)   each token vector `tokens` x longer
+    x_train, y_train, _ = train.tensors(vocab)
+    x_test, y_test, _ = test.tensors(vocab)
+    return fit_classifier(model, x_train, y_train, x_test, y_test, epochs=EPOCHS[task], seed=seed)
+
+
+scaled = [train_rescaled("bag", "sinusoidal", seed, tokens=math.sqrt(d)) for seed in (0, 1)]
+bag_curves = {"no positions": [r.history for r in runs["bag", "none"]],
+              "sinusoidal": [r.history for r in runs["bag", "sinusoidal"]],
+              "sinusoidal, tokens × √d": scaled}
+for name, histories in bag_curves.items():
+    print(f"bag task, {name:24} test accuracy after epochs 1, 2, 3: "
+          + " | ".join("  ".join(fmt(a, 3) for a in h["test_acc"]) for h in histories))
+
+# %% tags=["remove-cell"]
+after_2 = {name: [h["test_acc"][1] for h in hs] for name, hs in bag_curves.items()}
+assert min(after_2["sinusoidal, tokens × √d"]) > max(after_2["sinusoidal"]) + 0.05
+assert min(after_2["no positions"]) == 1.0 > max(after_2["sinusoidal, tokens × √d"])
+after_1 = {name: [h["test_acc"][0] for h in hs] for name, hs in bag_curves.items()}
+assert all(a > b for a, b in zip(after_1["sinusoidal, tokens × √d"], after_1["sinusoidal"]))
+assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.99
+
+# %% tags=["hide-input"]
+accuracy_curves(bag_curves, chance=0.5, title="bag task: does the size of the words matter?")
+plt.show()
+
+# %% [markdown]
+# Without positions both seeds solve the bag task after two epochs; with sinusoidal positions
+# neither does. With the token vectors √d times longer, both seeds are further along after the
+# first and the second epoch than with the vectors as drawn, though still behind the model
+# without positions; after the third, every run is at 0.99 or above. This
+# agrees with the usual explanation of the multiplication (the paper itself gives none): it
+# keeps the words from being buried under position vectors several times their size. Two seeds
+# on one task; whether the same change helps or hurts where order decides (the contrast task)
+# is an experiment you can run with `train_rescaled`.
+
+# %% [markdown]
+# ### Explore: learned positions at the size of the words
+#
+# The learned position vectors start about ten times shorter than the token vectors and must grow
+# before the model can read order from them. Does that explain why they reach 0.9 later than
+# sinusoidal ones? Scale the learned table to the size of the token vectors (standard deviation
+# $d^{-1/2}$) before training, train the contrast task with seed 0, and find the first epoch with
+# a test accuracy of at least 0.9. Compare it with the learned runs above.
+
+# %%
+reach_rescaled = ...  # the first epoch (1, 2, ...) with a test accuracy of at least 0.9
+### BEGIN SOLUTION
+train, test = task_reviews("contrast", seed=0)
+model = initial_model(len(vocab), "learned", seed=0)
+with torch.no_grad():
+    model.embed.pos.table.mul_(d ** -0.5 / LEARNED_POSITION_STD)  # std 0.02 -> d^-1/2
+x_train, y_train, _ = train.tensors(vocab)
+x_test, y_test, _ = test.tensors(vocab)
+history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=6, seed=0)
+reach_rescaled = first_epoch_at(history)
+### END SOLUTION
+reach_rescaled = ex04.rescaled_reach(reach_rescaled)
+
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# `train_rescaled` above scales the token table before training. Do the same to the position
+# table, `model.embed.pos.table`, by the factor that turns a standard deviation of
+# `LEARNED_POSITION_STD` into $d^{-1/2}$.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Build the model with `initial_model(len(vocab), "learned", seed=0)`, scale the table under
+# `torch.no_grad()`, train it with `fit_classifier` on `task_reviews("contrast", seed=0)` with
+# `seed=0`, and read the returned history with `first_epoch_at`. The epochs count from 1.
+# </details>
+#
+# Compare your epoch with those of the learned and the sinusoidal runs printed above: how much
+# of the gap between them does the size of the table explain?
+
+# %% [markdown]
+# ## Rotary positions: turn the query and the key
+#
+# Moving one place on turns each sinusoidal pair by a fixed angle, but the turned vector is then
+# *added* to the token vector, and the query and key projections mix the two. Rotary position
+# embedding (RoPE, used by LLaMA and most recent language models) applies the turn to the query
+# and the key themselves, inside attention, and adds nothing to the token vectors: pair i of a
+# query or key at position m is turned by the angle $m\,\theta_i$, with
+# $\theta_i = 10000^{-2i/d}$.
+#
+# Write the turn of one pair: the point $(x_1, x_2)$ turned by the angle $a = m\,\theta$ is
+# $(x_1 \cos a - x_2 \sin a,\; x_1 \sin a + x_2 \cos a)$.
+
+# %%
+def my_rotate_pair(pair, m, theta):
+    """pair (..., T, 2): the two numbers (x1, x2) of one pair of dimensions of the vectors at
+    positions m (T,) (integers); theta: the pair's angle per position. Returns (..., T, 2):
+    each pair turned by the angle m * theta."""
+    ### BEGIN SOLUTION
+    angle = m * theta  # (T,)   one angle per position
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    x1, x2 = pair[..., 0], pair[..., 1]  # (..., T) each
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (..., T, 2)
+    ### END SOLUTION
+
+
+rotate_pair = ex04.rotate_pair(my_rotate_pair)
+
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# Each row of `pair` sits at its own position, so each row has its own angle: a tensor of angles,
+# one per position, not one number.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Compute the angles `m * theta`, their `torch.cos` and `torch.sin`; take `x1 = pair[..., 0]`
+# and `x2 = pair[..., 1]`; combine them as in the formula above and `torch.stack` the two new
+# numbers on the last dimension.
+# </details>
+#
+# A whole vector is its pairs, each turned with its own $\theta_i$. Built pair by pair, it is
+# `attnlab.rotary`; and a turn changes no length:
+
+# %%
+T, d_head = 12, 8
+v = torch.randn(T, d_head, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+thetas = 10000.0 ** -(torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (4,)
+by_pairs = torch.cat([rotate_pair(v[:, 2 * i:2 * i + 2], torch.arange(T), thetas[i].item())
+                      for i in range(d_head // 2)], dim=-1)  # (T, d_head)
+turned = attnlab.rotary(v)  # (T, d_head)   positions 0..T-1
+same = torch.allclose(by_pairs, turned, atol=1e-12)
+length_change = (turned.norm(dim=-1) - v.norm(dim=-1)).abs().max().item()
+print("pair by pair = attnlab.rotary:", same)
+print("every length unchanged (to 1e-12):", length_change < 1e-12)
+
+# %% tags=["remove-cell"]
+assert same and length_change < 1e-12
+
+# %% [markdown]
+# Why turn q and k? Because the score then sees only the distance. Turning q by $m\theta$ and k
+# by $n\theta$ changes their dot product as turning q alone by $(m - n)\theta$ would:
+# $(R_m q) \cdot (R_n k) = q \cdot R_{n-m} k$. We test it in an untrained attention layer: a
+# word a at position m asks, a word b at position n answers; every (m, n) gives one score. If
+# the score depends only on m − n, moving both words on by the same number of places changes
+# nothing. The same layer without rotary, with the sinusoidal table added to the words instead:
+
+# %%
+n_pos = 16
+torch.manual_seed(0)
+a, b = torch.randn(2, 1, 1, d, dtype=torch.float64)  # two token vectors, (1, 1, d) each
+layers = {"rotary": draw_float64(MultiHeadAttention(d, 1, rotary=True)),
+          "sinusoidal, added": draw_float64(MultiHeadAttention(d, 1))}
+pe = sinusoidal_table(n_pos, d).double()  # (16, d)
+inputs = {"rotary": (a.expand(1, n_pos, d), b.expand(1, n_pos, d)),  # the words at every position
+          "sinusoidal, added": (a + pe, b + pe)}  # (1, 16, d) each
+scores, shift_change = {}, {}
+with torch.no_grad():
+    for name, layer in layers.items():
+        q, _, _ = layer.project(inputs[name][0])  # (1, 1, 16, d)   a asking from every position m
+        _, k, _ = layer.project(inputs[name][1])  # (1, 1, 16, d)   b answering from every n
+        s = (q @ k.transpose(-2, -1))[0, 0] / math.sqrt(d)  # (16, 16)   score of (m, n)
+        scores[name] = s
+        shift_change[name] = max((s[j:, j:] - s[:-j, :-j]).abs().max().item() / s.std().item()
+                                 for j in range(1, n_pos))  # move m and n on by j places
+print("largest change of a score when both words move on by the same number of places,")
+print(f"  in standard deviations of the scores: rotary below 1e-12: "
+      f"{shift_change['rotary'] < 1e-12}; sinusoidal, added: "
+      f"{fmt(shift_change['sinusoidal, added'], 2)}")
+
+# %% tags=["remove-cell"]
+assert shift_change["rotary"] < 1e-12, "rotary scores depend on m - n only (float precision)"
+assert shift_change["sinusoidal, added"] > 2, "added sinusoidal scores depend on m and n"
+
+# %% tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+for ax, (name, s) in zip(axes, scores.items()):
+    ax.imshow(s, cmap="viridis")
+    ax.set_title(name)
+    ax.set_xlabel("key position n")
+    ax.set_ylabel("query position m")
+fig.suptitle("score of word a at m against word b at n (untrained layer)")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# With rotary positions every diagonal of the score matrix holds one value: the score is a
+# function of m − n alone, to float precision. With the sinusoidal table added, moving both
+# words on changes a score by up to several times the scores' standard deviation: the words' own
+# vectors meet the position vectors inside the projections, and the score depends on where each
+# word is, not only on the distance. Training may or may not learn around that (not measured
+# here); rotary builds it in.
+#
+# Rotary positions in the encoder, on the contrast task (one run, seed 0: the data and batch
+# order of the first learned run):
+
+# %%
+train_runs("contrast", "rotary", seeds=(0,))
+table = show_table([("contrast", "rotary")])
+reach["rotary"] = [first_epoch_at(r.history) for r in runs["contrast", "rotary"]]
+print("first epoch with a test accuracy of at least 0.9:", reach["rotary"][0])
+
+# %% tags=["remove-cell"]
+assert table["contrast", "rotary"][0][0] >= 0.99, "rotary solves the contrast task"
+assert abs(table["contrast", "rotary"][1][0] - 0.5) < 0.05, "and needs attention to"
+assert reach["rotary"][0] > max(reach["learned"]), "later than learned, in this run"
+
+# %% [markdown]
+# Rotary positions solve the contrast task too, and need attention to: they act only through it.
+# In this one run they reach 0.9 later than either learned run; one run says nothing about
+# whether that holds in general. All encoder runs, side by side:
+
+# %% tags=["hide-input"]
+accuracy_curves({p: [r.history for r in runs["contrast", p]]
+                 for p in ("learned", "sinusoidal", "rotary", "none")},
+                chance=0.5, title="contrast task: test accuracy per epoch")
+plt.show()
+
+# %%
+table = show_table(sorted(runs, key=lambda key: (key[0], ENCODINGS.index(key[1]))))
+
+# %% [markdown]
+# ## Past the training length
+#
+# A model trained on sequences up to length L meets a longer one. What does each encoding do with
+# positions it never saw? A classifier over 5-15 words does not ask this; a decoder does. Take a
+# task a one-block `DecoderOnly` learns in a second: sequences of random symbols 0-7, and at
+# every position t ≥ 2 the model must name the symbol **two places back**, x[t − 2]. Only
+# position says where that is, and the rule is the same at every position, so it could carry on
+# to any length. Train on length L = 8; test on the positions 2-7 of length-8 sequences and on
+# the positions 8-15 of length-16 ones, which no training sequence had.
+
+# %%
+V, BACK, L = 8, 2, 8  # symbols, how far back, training length
+STEPS, BATCH = 150, 32  # Adam steps, sequences per step
+
+
+def two_back(n, length, seed):
+    """n random sequences (n, length) of the symbols 0..V-1, and their targets: the symbol
+    BACK places earlier (-100, ignored by the loss, where there is none)."""
+    x = torch.randint(0, V, (n, length), generator=torch.Generator().manual_seed(seed))  # (n, T)
+    y = torch.full_like(x, -100)  # (n, T)
+    y[:, BACK:] = x[:, :-BACK]  # y[t] = x[t - 2]
+    return x, y
+
+
+x, y = two_back(1, L, seed=0)
+print("sequence:", x[0].tolist())
+print("targets: ", ["-" if t < 0 else t for t in y[0].tolist()])
+
+# %% [markdown]
+# Four decoders of the same size, trained the same way (the same batches for the same seed),
+# with learned positions (a table of L rows), the sinusoidal table, rotary positions, and none.
+# A causal decoder reads each position's past only, so its answers at positions 0-7 of a
+# length-16 sequence are its answers on the first 8 symbols.
+#
+# **Predict first.** Which of the four still solve the task (a test accuracy of at least 0.9 in
+# every run) at positions 8-15?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: the learned table has no row for position 8; the sinusoidal
+# table has one, never seen in training; rotary positions enter only as distances; a decoder
+# without positions has only the causal mask. Which survive twice the training length?
+
+# %%
+survive = ...  # your prediction: a set of names from "learned", "sinusoidal", "rotary", "none"
+### BEGIN SOLUTION
+survive = {"rotary"}
+### END SOLUTION
+
+# %%
+def train_decoder(positions, seed):
+    """A one-block DecoderOnly trained on two_back sequences of length L through attnlab's fit."""
+    torch.manual_seed(seed)  # the initial weights
+    model = DecoderOnly(V, max_len=L if positions == "learned" else 2 * L, positions=positions,
+                        dtype=torch.float64)
+    batches = (two_back(BATCH, L, seed=1000 * seed + step) for step in range(STEPS))
+
+    def loss_fn(model, batch):
+        x, y = batch  # (B, L), (B, L)
+        return F.cross_entropy(model(x).flatten(0, 1), y.flatten())  # -100 targets ignored
+    fit(model, batches, loss_fn, lr=1e-2, decay_steps=STEPS)
+    return model
+
+
+def accuracy(predicted, y, start, stop):
+    """Share of right answers at positions start..stop-1."""
+    return (predicted[:, start:stop] == y[:, start:stop]).double().mean().item()
+
+
+x_test, y_test = two_back(1000, 2 * L, seed=10**6)  # (1000, 16), (1000, 16)
+decoders = {p: [train_decoder(p, seed) for seed in (0, 1)] for p in ENCODINGS}
+within, past = {}, {}
+with torch.no_grad():
+    for p, models in decoders.items():
+        within[p] = [accuracy(m(x_test[:, :L]).argmax(-1), y_test, BACK, L) for m in models]
+        try:
+            past[p] = [accuracy(m(x_test).argmax(-1), y_test, L, 2 * L) for m in models]
+        except ValueError as error:  # a learned table has no row for position L
+            past[p], reason = [], error
+print(f"{'encoding':11} {'positions 2-7 (seeds 0, 1)':>27}   {'positions 8-15':>14}")
+for p in ENCODINGS:
+    shown = "  ".join(fmt(a, 3) for a in past[p]) or f"cannot read position {L}"
+    print(f"{p:11} {'  '.join(fmt(a, 3) for a in within[p]):>27}   {shown:>14}")
+print(f"\nlearned, length {2 * L}: ValueError: {reason}")
+
+# %% tags=["remove-cell"]
+assert min(within["learned"] + within["sinusoidal"] + within["rotary"]) >= 0.99
+assert past["learned"] == [] and min(past["rotary"]) >= 0.99
+assert max(past["sinusoidal"]) < 0.2, "sinusoidal: near chance (1/8) past the training length"
+assert max(within["none"]) < 0.5 and max(past["none"]) < 0.35
+
+# %%
+measured = {p for p in ENCODINGS if past[p] and min(past[p]) >= 0.9}
+survive = ex04.survivors(survive, measured)
+
+# %% tags=["hide-input"]
+fig = mean_spread_bars({"positions 2-7 (trained)": within,
+                        "positions 8-15 (new)": {p: a for p, a in past.items() if a}},
+                       chance=1 / V, title="two back: accuracy within and past the training length")
+fig.axes[0].text(0.7, 0.2, f"learned:\ncannot read\nposition {L}", ha="center", fontsize=10)
+plt.show()
+
+# %% [markdown]
+# Within the training length, learned, sinusoidal and rotary positions all solve the task. Past
+# it, rotary positions still do: a rotary score depends only on the distance, and "two back" is
+# the same distance at position 12 as at position 4. The sinusoidal decoder falls to near chance
+# (1 in 8): its vectors for positions 8-15 exist, but it never saw them, and what it learned
+# about positions 0-7 does not carry over. The learned table cannot even be read there.
+#
+# And the decoder without positions? It stays far below the others even within the training
+# length, yet above chance. The causal mask gives every position its own past: position t reads
+# the set of symbols 0..t, a different set at each position, where an encoder without positions
+# gives every position the same set, the whole sentence. From a set alone, "two back" could be any
+# earlier symbol; the best guess is the most frequent one. How well does that guess do?
+
+# %%
+def best_from_the_set(x, start, stop):
+    """Accuracy of guessing, at each position t, the most frequent symbol among x[0..t-1]: the
+    best any reader of the past as a set can do (each of them is x[t-2] equally likely)."""
+    counts = F.one_hot(x, V).cumsum(1)  # (n, T, V)   counts[:, t] = symbols 0..t
+    best = counts[:, start - 1:stop - 1].max(-1).values  # (n, stop-start)   over 0..t-1
+    return (best / torch.arange(start, stop)).mean().item()  # a guess is right best/t of the time
+
+
+ceiling = {"2-7": best_from_the_set(x_test, BACK, L), "8-15": best_from_the_set(x_test, L, 2 * L)}
+print("no positions, seeds 0, 1:", "  ".join(fmt(a, 3) for a in within["none"]), "at positions 2-7,",
+      "  ".join(fmt(a, 3) for a in past["none"]), "at 8-15")
+print(f"the most frequent earlier symbol: {fmt(ceiling['2-7'], 3)} at positions 2-7, "
+      f"{fmt(ceiling['8-15'], 3)} at 8-15 (chance: {fmt(1 / V, 3)})")
+
+# %% tags=["remove-cell"]
+assert all(abs(a - ceiling["2-7"]) < 0.03 for a in within["none"])
+assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
+
+# %% [markdown]
+# The decoder without positions does just what a reader of the past as a set can do, at both
+# lengths: it counts the symbols before it and names the most frequent. It is not blind to order
+# as the encoder was (the mask gives it the past), but one layer without positions cannot point
+# at "two places back".
+#
+# What these numbers support: on a task whose rule is a fixed distance, with one layer and two
+# seeds, rotary positions carry the rule to twice the training length and sinusoidal positions
+# do not. What they do not support: that rotary positions extrapolate in general. A task whose
+# answer depends on the absolute position, or distances longer than any seen in training, would
+# test them differently, and large language models with rotary positions are known to degrade
+# past their training length too.
 
 # %% [markdown]
 # ## What we learned
 #
-# - Self-attention without positions is permutation-equivariant; with mean pooling the model is a
-#   bag-of-words model, and on the order task it is right on exactly one of each pair of twins.
-# - The sinusoidal table gives every position a vector of length 4; moving k places is one fixed
-#   rotation per frequency.
-# - On a task a bag of words can solve, positions add nothing measurable; on a task decided by
-#   order they are the difference between chance and a solved task. So "removing positions made
-#   no difference" is a statement about the task, not about the model: test an ablation on a
-#   task that needs the removed part.
-# - Here sinusoidal positions reach 0.9 on the order task earlier than learned ones, which start
-#   about ten times shorter than the token vectors (and the sinusoidal ones four times longer).
+# - Self-attention without positions is permutation-equivariant, and with mean pooling the
+#   encoder reads a set: on the contrast task it is right on exactly one review of each twin
+#   pair, at chance, while on the bag task positions add nothing measurable. "Removing it
+#   changed nothing" is a statement about the task: test an ablation on a task that needs what
+#   was removed.
+# - Uniform attention tells whether a trained model needs its attention: the bag models with
+#   learned or no positions do not; every contrast model does (it falls to chance). The
+#   sinusoidal bag models do too, in part: a model can rely on attention where its task does not.
+# - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
+#   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
+#   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in
+#   both seeds; rotary ones later, in one run.
+# - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
+#   precision; with an added sinusoidal table it does not.
+# - Past the training length, on "two back", rotary decoders kept a test accuracy of 1, sinusoidal
+#   ones fell to near chance, a learned table could not be read, and a decoder without positions
+#   did what counting its past allows, at both lengths.

@@ -6,15 +6,18 @@ import pytest
 import torch
 from exercise_doubles import expect
 
+from attnlab.data import Vocab
 from attnlab.exercises import ex04
+from attnlab.models import LEARNED_POSITION_STD
+from attnlab.train import RECIPE, fit_classifier, initial_model, task_reviews
 
 
-def test_order_without_positions(capsys):
-    expect(capsys, ex04.order_without_positions, [0.5, torch.tensor(0.48)], "✓",
-           "; measured 0.493. Both orders of the same words", 0.493)
+def test_contrast_without_positions(capsys):
+    expect(capsys, ex04.contrast_without_positions, [0.5, torch.tensor(0.52)], "✓",
+           "; measured 0.545. Each review and its twin", 0.545)
     # "attention will figure it out", or half-way there
-    expect(capsys, ex04.order_without_positions, [1.0, 0.75], "✗",
-           "more than 0.05 apart). Hint: Both orders", 0.493)
+    expect(capsys, ex04.contrast_without_positions, [1.0, 0.75], "✗",
+           "more than 0.05 apart). Hint: Each review and its twin", 0.545)
 
 
 def test_sinusoidal_norm(capsys):
@@ -25,24 +28,93 @@ def test_sinusoidal_norm(capsys):
            "more than 0.05 apart). Hint: Each (sin, cos) pair", 4.0)
 
 
-# --- implement: the shift matrix -----------------------------------------------------------------
+# --- implement: one rotary pair ------------------------------------------------------------------
 
-def right(omega, k):
-    c, s = math.cos(omega * k), math.sin(omega * k)
-    return torch.tensor([[c, s], [-s, c]])
+def right(pair, m, theta):
+    angle = m * theta
+    x1, x2 = pair[..., 0], pair[..., 1]
+    return torch.stack((x1 * angle.cos() - x2 * angle.sin(),
+                        x1 * angle.sin() + x2 * angle.cos()), dim=-1)
 
 
-def right_with_torch(omega, k):
-    angle = torch.tensor(omega * k)
-    return torch.stack([torch.stack([angle.cos(), angle.sin()]),
-                        torch.stack([-angle.sin(), angle.cos()])])
+def right_as_complex(pair, m, theta):  # a turn is a multiplication by e^{i·angle}
+    z = torch.view_as_complex(pair.contiguous()) * torch.polar(torch.ones(len(m)).double(),
+                                                               (m * theta).double())
+    return torch.view_as_real(z)
+
+
+def wrong_way(pair, m, theta):
+    return right(pair, -m, theta)
+
+
+def same_angle_everywhere(pair, m, theta):
+    return right(pair, torch.ones_like(m), theta)
+
+
+def turned_first_reused(pair, m, theta):
+    angle = m * theta
+    pair = pair.clone()
+    pair[..., 0] = pair[..., 0] * angle.cos() - pair[..., 1] * angle.sin()  # overwritten ...
+    pair[..., 1] = pair[..., 0] * angle.sin() + pair[..., 1] * angle.cos()  # ... then reused
+    return pair
+
+
+def forgot_theta(pair, m, theta):
+    return right(pair, m, 1.0)
 
 
 @pytest.mark.parametrize("answers, mark, words", [
-    ([right, right_with_torch], "✓", "shift_matrix: matches attnlab's version on 5 random inputs."),
-    ([lambda o, k: right(o, k).T,  # rotates the wrong way
-      lambda o, k: right(o, 1)],  # one step, whatever k
-     "✗", "differs from the reference"),
+    ([right, right_as_complex], "✓", "rotate_pair: matches attnlab's version on 3 random inputs."),
+    ([wrong_way], "✗", "turns the pair the wrong way (by -m·θ)"),
+    ([same_angle_everywhere], "✗", "every position turns by the same angle θ"),
+    ([turned_first_reused], "✗", "computed from the already turned first one"),
+    ([forgot_theta], "✗", "differs from the reference"),
 ])
-def test_shift_matrix(capsys, answers, mark, words):
-    expect(capsys, ex04.shift_matrix, answers, mark, words)
+def test_rotate_pair(capsys, answers, mark, words):
+    expect(capsys, ex04.rotate_pair, answers, mark, words)
+
+
+# --- explore: the learned table rescaled ---------------------------------------------------------
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([ex04.RESCALED_REACH, float(ex04.RESCALED_REACH), torch.tensor(ex04.RESCALED_REACH)], "✓",
+     "rescaled learned positions: that is what the experiment gives."),
+    ([ex04.UNSCALED_REACH], "✗", "that is when the table as drawn reaches 0.9"),
+    ([ex04.RESCALED_REACH - 1], "✗", "one too early: epochs count from 1"),
+    ([12, 2.5], "✗", "is not what this experiment gives"),
+])
+def test_rescaled_reach(capsys, answers, mark, words):
+    returned = expect(capsys, ex04.rescaled_reach, answers, mark, words)
+    if mark == "✗":
+        assert returned == [ex04.RESCALED_REACH] * len(answers)
+
+
+def first_epoch_at(history, level=0.9):
+    return next(e for e, a in zip(history["epoch"], history["test_acc"]) if a >= level)
+
+
+@pytest.mark.parametrize("scale, epoch", [
+    (RECIPE["d_model"] ** -0.5 / LEARNED_POSITION_STD, ex04.RESCALED_REACH),
+    (1.0, ex04.UNSCALED_REACH),
+])
+def test_the_reach_epochs_are_what_the_experiment_gives(scale, epoch):
+    vocab = Vocab.for_reviews()
+    train, test = task_reviews("contrast", seed=0)
+    model = initial_model(len(vocab), "learned", seed=0)
+    with torch.no_grad():
+        model.embed.pos.table.mul_(scale)
+    history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2],
+                             epochs=epoch, seed=0)
+    assert first_epoch_at(history) == epoch
+
+
+# --- predict: which encodings survive twice the length -------------------------------------------
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([{"rotary"}, ["rotary"], "rotary"], "✓", "you predicted {rotary}; measured {rotary}. A"),
+    ([{"rotary", "sinusoidal"}, set()], "✗", "measured {rotary}. Hint: A rotary score"),
+    ([{"rotary", "alibi"}], "✗", "'alibi' is not one of the encodings"),
+    ([0.9], "✗", "expected a set of encoding names, got a float"),
+])
+def test_survivors(capsys, answers, mark, words):
+    expect(capsys, ex04.survivors, answers, mark, words, {"rotary"})

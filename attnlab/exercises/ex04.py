@@ -1,22 +1,40 @@
-"""Notebook 04's exercises: the order task's accuracy without positions (predict), the size of a
-sinusoidal position vector (predict), and PE[p + k] as a rotation of PE[p] (implement)."""
+"""Notebook 04's exercises: the contrast task without positions (predict), the length of a
+sinusoidal position vector (predict), the rotation of one pair of dimensions in rotary positions
+(implement), a learned position table rescaled before training (explore), and which position
+encodings still solve a decoder's task at twice the training length (predict)."""
 from __future__ import annotations
-
-import math
 
 import torch
 
-from . import check_function, check_prediction, exercise
+from ..attention import rotary
+from ..report import fmt
+from . import (
+    Verdict,
+    _kind,
+    as_number,
+    check_answer,
+    check_function,
+    check_prediction,
+    exercise,
+    result_problem,
+)
+
+ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
+# What the explore exercise's experiment gives: notebook 03's contrast task, seed 0, the recipe,
+# the learned position table multiplied by d^-1/2 / 0.02 before training. The first epoch whose
+# test accuracy is at least 0.9 (tests/test_ex04.py recomputes it; the unscaled table: 6).
+RESCALED_REACH = 5
+UNSCALED_REACH = 6
 
 
 @exercise("predict", args=(0.49,))
-def order_without_positions(guess, measured):
-    """Predict: the order task's mean test accuracy for the model without positions."""
+def contrast_without_positions(guess, measured):
+    """Predict: the contrast task's test accuracy for the model without positions."""
     return check_prediction(
-        guess, measured, name="order task without positions", tolerance=0.05,
-        lesson="Both orders of the same words are equally likely and carry opposite labels: a "
-               "model that sees only the bag of words is right on one of the two, and wrong on "
-               "the other.")
+        guess, measured, name="contrast task without positions", tolerance=0.05,
+        lesson="Each review and its twin (the two sentiment words swapped) have the same bag of "
+               "words and opposite labels, and both are equally likely: a model that sees only "
+               "the bag cannot beat a coin.")
 
 
 @exercise("predict", args=(4.0,))
@@ -28,18 +46,137 @@ def sinusoidal_norm(guess, measured):
                "sqrt(16) = 4 for every position.")
 
 
-def _shift_matrix(omega: float, k: int) -> torch.Tensor:
-    """The 2x2 matrix M with M @ (sin ωp, cos ωp) = (sin ω(p+k), cos ω(p+k)) for every p."""
-    c, s = math.cos(omega * k), math.sin(omega * k)
-    return torch.tensor([[c, s], [-s, c]])  # sin(a+b) = sin a cos b + cos a sin b; cos(a+b) = ...
+# --- implement: one pair of rotary dimensions ----------------------------------------------------
+
+def _rotate_pair(pair: torch.Tensor, m: torch.Tensor, theta: float) -> torch.Tensor:
+    """attnlab.rotary on a vector of one pair: pair (..., T, 2) at positions m (T,), turned by
+    m·θ (rotary's first pair turns by m·1, so positions m·θ give the angle m·θ)."""
+    return rotary(pair, positions=m * theta)  # (..., T, 2)
+
+
+def _pair_cases() -> list[tuple]:
+    g = torch.Generator().manual_seed(4)
+    return [(torch.randn(6, 2, generator=g, dtype=torch.float64), torch.arange(6), 1.0),
+            (torch.randn(5, 2, generator=g, dtype=torch.float64),
+             torch.tensor([0, 3, 7, 20, 100]), 0.1),
+            (torch.randn(3, 4, 2, generator=g, dtype=torch.float64), torch.arange(2, 6), 0.5)]
+
+
+def _aliased(pair, m, theta):
+    """The classic slip: the second number computed from the already turned first one."""
+    angle = (m * theta).to(pair.dtype)
+    first = pair[..., 0] * angle.cos() - pair[..., 1] * angle.sin()
+    second = first * angle.sin() + pair[..., 1] * angle.cos()
+    return torch.stack((first, second), dim=-1)
+
+
+def _compare_pair(got, expected, pair, m, theta):
+    """None when `got` matches, else what is wrong, naming the classic mistakes."""
+    problem = result_problem(got, expected)
+    if problem is None or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return problem
+    mistakes = {
+        "it turns the pair the wrong way (by -m·θ): the signs of the two sine terms are "
+        "swapped": _rotate_pair(pair, -m, theta),
+        "every position turns by the same angle θ: the angle must grow with the position, "
+        "m·θ": _rotate_pair(pair, torch.ones_like(m), theta),
+        "the second number is computed from the already turned first one: keep the two "
+        "original numbers until both new ones are computed": _aliased(pair, m, theta),
+    }
+    for text, wrong in mistakes.items():
+        if got.dtype == wrong.dtype and torch.allclose(got.detach(), wrong, atol=1e-5, rtol=1e-4):
+            return text
+    return problem
 
 
 @exercise("implement")
-def shift_matrix(fn):
-    """Implement: the rotation that moves a sinusoidal (sin, cos) pair k positions on."""
-    cases = [(1.0, 1), (0.5, 3), (0.0316, 7), (1.0, -2), (0.1, 0)]
+def rotate_pair(fn):
+    """Implement: turn each pair (x1, x2) at position m by the angle m·θ."""
     return check_function(
-        fn, _shift_matrix, cases, name="shift_matrix",
-        hint="write sin(ω(p+k)) and cos(ω(p+k)) with the angle-sum formulas: each is "
-             "cos(ωk)·(one entry) ± sin(ωk)·(the other). The coefficients are M's rows; return "
-             "a float32 tensor of shape (2, 2), e.g. with torch.tensor([[..., ...], [..., ...]]).")
+        fn, _rotate_pair, _pair_cases(), name="rotate_pair", compare=_compare_pair,
+        hint=("a turn by the angle a sends (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
+              "and here the angle is a different one for every position.",
+              "compute the angle m * theta (one per row), its cos and sin, take x1 = pair[..., 0] "
+              "and x2 = pair[..., 1], and torch.stack the two new numbers on the last dimension."))
+
+
+# --- explore: the learned table at the size of the token vectors --------------------------------
+
+@exercise("explore")
+def rescaled_reach(answer):
+    """Explore: the first epoch at which the contrast task reaches a test accuracy of 0.9 with the
+    learned position table rescaled to the token vectors' size before training (seed 0)."""
+    expected = ("the first epoch, 1, 2, ..., whose test accuracy is at least 0.9 on the contrast "
+                "task, seed 0, with the table rescaled before training")
+
+    def judge(answer):
+        value, problem = as_number(answer)
+        if problem:
+            return f"{problem} ({expected})"
+        if value == UNSCALED_REACH:
+            return Verdict.wrong(
+                "that is when the table as drawn reaches 0.9, as the ablation printed",
+                ("rescale the table after initial_model(...) and before fit_classifier(...), "
+                 "under torch.no_grad().",
+                 "multiply model.embed.pos.table by d ** -0.5 / LEARNED_POSITION_STD (its std "
+                 "becomes d^-1/2, the token vectors' std), then train and read the history."))
+        if value == RESCALED_REACH - 1:
+            return Verdict.wrong(
+                "one too early: epochs count from 1, as history['epoch'] does",
+                "the answer is the entry of history['epoch'] beside the first test accuracy of "
+                "at least 0.9, not its index in the list.")
+        if value != RESCALED_REACH:
+            return f"{fmt(value, 1, guard=False)} is not what this experiment gives ({expected})"
+        return None
+
+    return check_answer(
+        answer, judge, name="rescaled learned positions", reference=RESCALED_REACH,
+        success="that is what the experiment gives",
+        todo="not attempted yet; put your number in the cell above.",
+        hint=("rescale model.embed.pos.table before training, train on the contrast task with "
+              "seed 0, and read the first epoch whose history['test_acc'] is at least 0.9.",
+              "copy the cell that scales the token table: scale model.embed.pos.table instead, "
+              "by d ** -0.5 / LEARNED_POSITION_STD, with learned positions on the contrast task."))
+
+
+# --- predict: which encodings survive twice the training length ----------------------------------
+
+SURVIVORS_LESSON = (
+    "A rotary score depends only on the distance m - n, and 'two back' is one distance at every "
+    "length; the sinusoidal vectors past the training length never occurred in training; a "
+    "learned table has no row for them at all.")
+
+
+def _names(guess) -> tuple[set | None, str | None]:
+    """(the set of encoding names in a guess, None) or (None, what is wrong with it)."""
+    if isinstance(guess, str) and guess in ENCODINGS:
+        return {guess}, None  # one name alone is a set of one
+    if isinstance(guess, str) or not isinstance(guess, (set, frozenset, list, tuple)):
+        return None, f"expected a set of encoding names, got {_kind(guess)}"
+    unknown = [n for n in guess if not isinstance(n, str) or n not in ENCODINGS]
+    if unknown:
+        return None, f"{unknown[0]!r} is not one of the encodings {ENCODINGS}"
+    return set(guess), None
+
+
+@exercise("predict", args=({"rotary"},))
+def survivors(guess, measured):
+    """Predict: the set of encodings whose decoders still solve the task (a test accuracy of at
+    least 0.9 in every run) at the positions past the training length."""
+    measured = set(measured)
+
+    def judge(guess):
+        names, problem = _names(guess)
+        if problem:
+            return Verdict.wrong(problem, f"write a set of names from {ENCODINGS}, such as "
+                                          "{'learned', 'none'}, or set() for none of them.")
+        said = f"you predicted {{{', '.join(sorted(names))}}}; measured " \
+               f"{{{', '.join(sorted(measured))}}}"
+        if names == measured:
+            return Verdict.right(f"{said}. {SURVIVORS_LESSON}")
+        return said
+
+    return check_answer(guess, judge, name="which encodings survive twice the length",
+                        reference=measured, hint=SURVIVORS_LESSON,
+                        todo="no prediction yet; write your guess in the cell above before "
+                             "running.")
