@@ -12,6 +12,14 @@ Every function takes a list of d_k values and a seed, draws its samples from its
 between machines stay far below the printed digits) and returns NumPy arrays aligned with the
 d_k list. All attention weights come from `attnlab.scaled_dot_product_attention`: scale=None is
 the real thing, scale=1.0 the "unscaled" variant.
+
+Then the scale in a model that trains, where q and k are not unit-variance draws:
+
+4. `score_spread`: the spread of a layer's scaled scores over the pairs of real tokens (notebook
+   03's model: far below 1 at initialisation, about 1 after training);
+5. `train_at_scale`: notebook 03's model and recipe with one head of size d_head, trained with
+   the scale, without it, or with it folded into W_Q at initialisation (the same function at
+   step 0, another parametrisation for Adam); `initial_at_scale` is the model it starts from.
 """
 from __future__ import annotations
 
@@ -21,8 +29,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .attention import scaled_dot_product_attention
-from .checks import check_int, check_number
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .checks import check_bool, check_int, check_number, check_tensor
+from .data import Vocab
+from .models import TinyTransformer
+from .train import RECIPE, Trained, fit_classifier, initial_model, task_reviews
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -119,23 +130,6 @@ def max_softmax_weight(d_ks=DEFAULT_D_KS, n_keys: int = 16, n_samples: int = 500
     return _compare_scales(_largest_weight, d_ks, n_keys, n_samples, 1, seed)
 
 
-def peak_weight_at_temperature(temperature: float, d_k: int = 64, n_keys: int = 16,
-                               n_samples: int = 500, seed: int = 0) -> float:
-    """Mean (over n_samples queries) of the largest weight of softmax(q·k / temperature).
-
-    The temperature τ is the scale seen as a knob (notebook 02's explore exercise): τ = 1 is the
-    unscaled softmax, τ = sqrt(d_k) the scaled one; a larger τ flattens the weights towards
-    uniform (1/n_keys), a smaller one sharpens them towards one-hot. Every τ sees the same draw
-    of queries and keys (one seed), so the curve against τ is smooth.
-    """
-    temperature = check_number("temperature", temperature, minimum=0.0, exclusive_minimum=True)
-    d_k = check_int("d_k", d_k, minimum=1)
-    n_keys = check_int("n_keys", n_keys, minimum=2)
-    n_samples = check_int("n_samples", n_samples, minimum=1)
-    q, k = _draw(_generator(seed), n_samples, n_keys, d_k)  # (N, 1, d_k), (N, T, d_k)
-    return _largest_weight(q, k, k[..., :1], None, 1.0 / temperature)  # values unused: (N, T, 1)
-
-
 def _query_gradient_norm(q, k, v, upstream, scale) -> float:
     q_leaf = q.clone().requires_grad_(True)
     out, _ = scaled_dot_product_attention(q_leaf, k, v, scale=scale)  # (N, 1, d_v)
@@ -186,3 +180,84 @@ def softmax_pair(d_k: int, n_keys: int = 8, seed: int = 0, max_d_k: int = 1024) 
         "unscaled": unscaled.flatten().numpy(),
         "scaled": scaled.flatten().numpy(),
     }
+
+
+# --- the scale in a model that trains (notebook 02, sections 4 and 5) -------------------------
+
+@torch.no_grad()
+def score_spread(attn: MultiHeadAttention, h: torch.Tensor,
+                 real: torch.Tensor | None = None) -> torch.Tensor:
+    """Standard deviation of an attention layer's scaled scores, q·k times its scale, over every
+    (query, key) pair of real tokens, all heads together; a 0-dim tensor.
+
+    Section 1's argument is about q and k with unit-variance entries, whose scaled scores spread
+    about 1. A layer in a model has its own q and k: this measures what its softmax really sees.
+    h (B, T, d_model) is the layer's input; real (B, T) bool marks the tokens that are not
+    padding (default: all). The scale is the layer's `scale`, or 1/√d_head when that is None.
+    """
+    if not isinstance(attn, MultiHeadAttention):
+        raise TypeError(f"attn must be a MultiHeadAttention layer (e.g. model.blocks[0].attn), "
+                        f"got {type(attn).__name__}")
+    check_tensor("h", h, floating=True)
+    if h.dim() != 3 or h.shape[-1] != attn.d_model:
+        raise ValueError(f"h must have shape (B, T, d_model={attn.d_model}), got {tuple(h.shape)}")
+    if real is None:
+        real = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device)
+    elif check_tensor("real", real).dtype != torch.bool or real.shape != h.shape[:2]:
+        raise ValueError(f"real must be a bool tensor of shape {tuple(h.shape[:2])} (B, T), got "
+                         f"{real.dtype} of shape {tuple(real.shape)}")
+    q, k, _ = attn.project(h)  # (B, H, T, D), (B, H_kv, T, D)
+    k = k.repeat_interleave(attn.n_heads // attn.n_kv_heads, dim=1)  # (B, H, T, D)
+    scale = attn.scale if attn.scale is not None else attn.d_head ** -0.5
+    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, T)   what the softmax sees
+    pairs = real[:, None, :, None] & real[:, None, None, :]  # (B, 1, T, T)   both tokens real
+    return scores[pairs.expand_as(scores)].std()
+
+
+def initial_at_scale(scale: float | None = None, *, fold: bool = False, seed: int = 0,
+                     d_head: int = 64) -> TinyTransformer:
+    """The untrained model `train_at_scale` starts from: notebook 03's TinyTransformer with one
+    head of size `d_head` (d_model = d_head), its weights drawn from `seed`, its attention scale
+    `scale` (None: 1/√d_head).
+
+    fold=True divides W_Q (weight and bias) by √d_head and sets the scale to 1.0: the same
+    function as scale=None, every score and prediction equal, with the scale stored in W_Q.
+    """
+    if fold and scale is not None:
+        raise ValueError(f"fold=True folds 1/√d_head into W_Q and trains without a division; "
+                         f"scale must be None with it, got {scale!r}")
+    check_bool("fold", fold)
+    seed, d_head = check_int("seed", seed), check_int("d_head", d_head, minimum=1)
+    model = initial_model(len(Vocab.for_reviews()), seed=seed, d_model=d_head, n_heads=1)
+    attn = model.blocks[0].attn
+    if scale is not None:
+        attn.scale = check_number("scale", scale, minimum=0.0, exclusive_minimum=True)
+    if fold:
+        with torch.no_grad():
+            attn.q.weight /= math.sqrt(d_head)  # W_Q / √d_head: the scale, stored in the weights
+            attn.q.bias /= math.sqrt(d_head)
+        attn.scale = 1.0
+    return model
+
+
+def train_at_scale(scale: float | None = None, *, fold: bool = False, seed: int = 0,
+                   epochs: int = 5, d_head: int = 64) -> Trained:
+    """Notebook 03's model, task and recipe (`attnlab.train`) with one head of size `d_head`
+    (d_model = d_head), trained with another attention scale; returns `Trained`.
+
+    scale=None is the usual 1/√d_head, scale=1.0 no division. fold=True starts from the scaled
+    model with 1/√d_head folded into W_Q (`initial_at_scale`) and trains without a division: the
+    same function at step 0, but a W_Q that is √d_head times smaller, which Adam (a step of
+    about lr per weight, whatever the gradient's size) moves √d_head times faster relative to
+    its size. `seed` seeds the data, the weights and the batch order; float64, so the curves
+    are the same on any CPU.
+    """
+    model = initial_at_scale(scale, fold=fold, seed=seed, d_head=d_head)
+    epochs = check_int("epochs", epochs, minimum=1)
+    train, test = task_reviews("contrast", seed)
+    vocab = Vocab.for_reviews()
+    x_train, y_train, _ = train.tensors(vocab)
+    x_test, y_test, _ = test.tensors(vocab)
+    history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=epochs,
+                             lr=RECIPE["lr"], batch_size=RECIPE["batch_size"], seed=seed)
+    return Trained(model, vocab, history, train, test)

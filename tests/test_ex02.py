@@ -1,17 +1,14 @@
 """Notebook 02's exercises: the right answers and the typical mistakes, one case per ✗ message.
-(Hostile answers, for every check at once: tests/test_exercises.py.) Also the measurement behind
-the temperature exercise and its plot."""
+(Hostile answers, for every check at once: tests/test_exercises.py.) Also the experiment behind
+the explore exercise's stored answer."""
 import math
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 import torch
 from exercise_doubles import expect
 
 from attnlab import scaling
 from attnlab.exercises import ex02
-from attnlab.plots import against_temperature
 
 
 def test_std_at_256(capsys):
@@ -22,50 +19,114 @@ def test_std_at_256(capsys):
            "more than 2 apart). Hint: q·k adds d_k terms", 16.362)
 
 
-# --- implement: fold 1/sqrt(d_k) into W_Q ------------------------------------------------------
+# --- implement: the spread of a layer's scaled scores -------------------------------------------
 
-def right(W_Q):
-    return W_Q / math.sqrt(W_Q.shape[-1])
+def _scores(attn, h, scale):
+    q, k, _ = attn.project(h)  # (B, H, T, D)
+    return q @ k.transpose(-2, -1) * scale  # (B, H, T, T)
+
+
+def _scale(attn):
+    return attn.scale if attn.scale is not None else 1 / math.sqrt(attn.d_head)
+
+
+def _pairs(real):
+    return real[:, None, :, None] & real[:, None, None, :]  # (B, 1, T, T)
+
+
+def right(attn, h, real):
+    return _scores(attn, h, _scale(attn)).masked_select(_pairs(real)).std()
+
+
+def population_std(attn, h, real):  # dividing by n instead of n - 1 is as good
+    return _scores(attn, h, _scale(attn)).masked_select(_pairs(real)).std(correction=0)
+
+
+def as_float(attn, h, real):
+    return right(attn, h, real).item()
+
+
+def no_scale(attn, h, real):
+    return _scores(attn, h, 1.0).masked_select(_pairs(real)).std()
+
+
+def fixed_scale(attn, h, real):  # 1/√d_head even where the layer has its own scale
+    return _scores(attn, h, 1 / math.sqrt(attn.d_head)).masked_select(_pairs(real)).std()
+
+
+def variance(attn, h, real):
+    return _scores(attn, h, _scale(attn)).masked_select(_pairs(real)).var()
+
+
+def every_pair(attn, h, real):
+    return _scores(attn, h, _scale(attn)).std()
+
+
+def keys_only(attn, h, real):
+    return _scores(attn, h, _scale(attn)).masked_select(real[:, None, None, :]).std()
+
+
+def queries_only(attn, h, real):
+    return _scores(attn, h, _scale(attn)).masked_select(real[:, None, :, None]).std()
 
 
 @pytest.mark.parametrize("answers, mark, words", [
-    ([right, lambda W: W * W.shape[-1] ** -0.5], "✓",
-     "fold the scale into W_Q: matches attnlab's version on 3 random inputs."),
-    ([lambda W: W / W.shape[-1],  # d_k, not its square root
-      lambda W: W / math.sqrt(W.shape[0]),  # d_model instead of d_k
-      lambda W: W / 8,  # the notebook's d_k = 64, hard-coded
-      lambda W: W * math.sqrt(W.shape[-1])], "✗", "differs from the reference"),
+    ([right, population_std, as_float, scaling.score_spread], "✓",
+     "score_spread: matches attnlab's version on 3 random inputs."),
+    ([no_scale], "✗", "without the layer's scale"),
+    ([fixed_scale], "✗", "you used 1/√d_head: read the layer's own scale"),
+    ([variance], "✗", "that is the variance"),
+    ([every_pair], "✗", "counts the pairs with a padding token too"),
+    ([keys_only], "✗", "counts the padding queries"),
+    ([queries_only], "✗", "counts the padding keys"),
+    ([lambda attn, h, real: right(attn, h, real) + 1], "✗", "your spread is"),
 ])
-def test_fold_scale(capsys, answers, mark, words):
-    expect(capsys, ex02.fold_scale, answers, mark, words)
+def test_score_spread(capsys, answers, mark, words):
+    got = expect(capsys, ex02.score_spread, answers, mark, words)
+    assert got == (answers if mark == "✓" else [scaling.score_spread] * len(got))
 
 
-# --- explore: the temperature of a mean largest weight of 0.5 ----------------------------------
+def test_spread_at_init(capsys):
+    expect(capsys, ex02.spread_at_init, [0.02, 0.05], "✓", "measured 0.020. The token vectors",
+           0.0201)
+    # section 1's spread, and its square root of d_head
+    expect(capsys, ex02.spread_at_init, [1.0, 0.35], "✗", "Hint: The token vectors", 0.0201)
+
+
+# --- explore: the accuracy without the scale ------------------------------------------------------
 
 @pytest.mark.parametrize("answers, mark, words", [
-    ([3.52, 3.5, np.float32(3.6), torch.tensor(3.4)], "✓",
-     "temperature for a peak of 0.5: at τ = 3."),
-    ([1, 8, 1e-300], "✗", "Hint: at τ = "),  # the unscaled and the scaled softmax, and one-hot
-    ([0, -3.5], "✗", "(a τ > 0 with a mean largest weight of 0.5 ± 0.02). Hint: a larger"),
+    ([0.9, 360 / 400, torch.tensor(0.9, dtype=torch.float64)], "✓",
+     "after 4 epochs is 0.900; with the scale it was 0.812."),
+    ([0.8125], "✗", "the scaled run's accuracy"),
+    ([0.7775, 0.955], "✗", "the question asks for epoch 4"),  # index 3 is epoch 4, not 3 or 5
+    ([0.85], "✗", "is not what the model with scale=1.0, seed 0, reaches after 4 epochs"),
+    ([90], "✗", "is not an accuracy"),
 ])
-def test_temperature(capsys, answers, mark, words):
-    for answer, got in zip(answers, expect(capsys, ex02.temperature, answers, mark, words)):
-        assert got is (answer if mark == "✓" else ex02.ANSWER)
+def test_accuracy_without_scale(capsys, answers, mark, words):
+    for got in expect(capsys, ex02.accuracy_without_scale, answers, mark, words):
+        assert got == pytest.approx(0.9)
 
 
-def test_peak_weight_falls_with_temperature_between_one_hot_and_uniform():
-    peaks = [scaling.peak_weight_at_temperature(t) for t in (0.25, 1.0, 8.0, 1000.0)]
-    assert peaks[0] > 0.95 and peaks[-1] < 1 / 16 + 0.001 and np.all(np.diff(peaks) < 0)
-    for bad, error in ((0.0, ValueError), (-1.0, ValueError), ("1", TypeError), (True, TypeError)):
-        with pytest.raises(error, match="temperature"):
-            scaling.peak_weight_at_temperature(bad)
+def test_the_stored_curves_are_the_experiment():
+    """The explore exercise's answer is stored; the experiment it describes must give it."""
+    for scale, curve in ((None, ex02.SCALED_CURVE), (1.0, ex02.UNSCALED_CURVE)):
+        run = scaling.train_at_scale(scale, seed=0, epochs=len(curve))
+        assert tuple(run.history["test_acc"]) == curve
 
 
-def test_the_temperature_plot_draws_the_curve_the_marks_and_the_uniform_level():
-    fig = against_temperature([1.0, 2.0, 4.0], [0.8, 0.6, 0.4], [(2.0, 0.6, "τ = 2", "red")])
-    ax = fig.axes[0]
-    assert len(ax.lines) == 3 and ax.get_xscale() == "log"  # curve, uniform level, one mark
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["uniform (1/16)", "τ = 2"]
-    plt.close(fig)
-    with pytest.raises(ValueError, match="taus and peaks"):
-        against_temperature([1.0, 2.0], [0.5])
+# --- predict: the folded model's spread -------------------------------------------------
+
+@pytest.mark.parametrize("answers, mark, words", [
+    (["unscaled", " Unscaled"], "✓", "end up like the unscaled model's"),
+    (["scaled"], "✗", "end up like the unscaled model's (spreads after training: scaled 0.80"),
+    (["neither"], "✗", "write \"scaled\" or \"unscaled\", got the string 'neither'"),
+])
+def test_folded_spread(capsys, answers, mark, words):
+    got = expect(capsys, ex02.folded_spread, answers, mark, words, ex02.EXAMPLE_SPREADS)
+    assert got == (answers if mark == "✓" else ["unscaled"] * len(answers))
+
+
+def test_folded_spread_follows_the_measurement(capsys):
+    spreads = {"scaled": [1.0, 1.2], "scale 1.0": [4.0, 5.0], "folded": [1.1, 1.5]}
+    expect(capsys, ex02.folded_spread, ["scaled"], "✓", "end up like the scaled model's", spreads)

@@ -120,3 +120,57 @@ def test_softmax_pair_is_nested_and_matches_attention():
 def test_bad_arguments_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --- the scale in a model that trains ---------------------------------------------------------
+
+def test_score_spread_is_the_std_of_the_scaled_scores_of_real_pairs():
+    torch.manual_seed(0)
+    attn = scaling.MultiHeadAttention(12, 4, n_kv_heads=2).double()  # grouped-query heads too
+    h = torch.randn(2, 5, 12, dtype=torch.float64)  # (B, T, d_model)
+    real = torch.tensor([[True] * 5, [True, True, True, False, False]])  # (B, T)
+    q = attn.q(h).view(2, 5, 4, 3).transpose(1, 2)  # (B, H, T, D)
+    k = attn.k(h).view(2, 5, 2, 3).transpose(1, 2).repeat_interleave(2, dim=1)  # (B, H, T, D)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(3)  # (B, H, T, T)
+    expected = torch.cat([scores[0].flatten(), scores[1, :, :3, :3].flatten()]).std()
+    assert scaling.score_spread(attn, h, real).item() == pytest.approx(expected.item(), rel=1e-12)
+    h2 = h.clone()
+    h2[1, 3:] = 100.0  # padding: whatever it holds, it is not measured
+    assert scaling.score_spread(attn, h2, real) == scaling.score_spread(attn, h, real)
+    assert scaling.score_spread(attn, h).item() == pytest.approx(scores.std().item(), rel=1e-12)
+    attn.scale = 1.0
+    assert scaling.score_spread(attn, h).item() == pytest.approx(scores.std().item() * math.sqrt(3))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda a, h: scaling.score_spread(torch.nn.Linear(4, 4), h), TypeError, "MultiHeadAttention"),
+    (lambda a, h: scaling.score_spread(a, h[..., :3]), ValueError,
+     r"h must have shape \(B, T, d_model=4\)"),
+    (lambda a, h: scaling.score_spread(a, h, torch.ones(2, 3)), ValueError, "real must be a bool"),
+])
+def test_score_spread_refuses_bad_arguments(call, error, match):
+    attn = scaling.MultiHeadAttention(4, 2)
+    with pytest.raises(error, match=match):
+        call(attn, torch.randn(2, 3, 4))
+
+
+def test_the_folded_model_is_the_scaled_model_at_step_0():
+    x, _, _ = scaling.task_reviews("contrast", 0)[1].tensors(scaling.Vocab.for_reviews())
+    scaled, folded, unscaled = (scaling.initial_at_scale(**kw, seed=3, d_head=16)
+                                for kw in ({}, {"fold": True}, {"scale": 1.0}))
+    assert folded.blocks[0].attn.scale == 1.0 and scaled.blocks[0].attn.scale is None
+    torch.testing.assert_close(folded.blocks[0].attn.q.weight, scaled.blocks[0].attn.q.weight / 4)
+    torch.testing.assert_close(folded.predict_proba(x), scaled.predict_proba(x), rtol=0,
+                               atol=1e-14)
+    assert not torch.allclose(unscaled.predict_proba(x), scaled.predict_proba(x), atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"scale": 1.0, "fold": True}, ValueError, "scale must be None with it"),
+    ({"fold": 1}, TypeError, "fold must be True or False"),
+    ({"scale": 0.0}, ValueError, "scale must be a finite number > 0"),
+    ({"d_head": 0}, ValueError, "d_head must be an int >= 1"),
+])
+def test_initial_at_scale_refuses_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        scaling.initial_at_scale(**kwargs)
