@@ -3,7 +3,14 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from attnlab.plots import MAX_WIDTH, attention_heatmap, head_grid
+from attnlab.plots import (
+    MAX_WIDTH,
+    SCALED_COLOR,
+    UNSCALED_COLOR,
+    against_d_k,
+    attention_heatmap,
+    head_grid,
+)
 
 
 @pytest.mark.parametrize("T", [3, 6, 7, 15])
@@ -32,8 +39,6 @@ def test_heatmap_rejects_bad_shapes_labels_and_highlights():
 
 
 def test_against_d_k_draws_both_variants_and_a_reference():
-    from attnlab.plots import SCALED_COLOR, UNSCALED_COLOR, against_d_k
-
     d_ks = [4, 16, 64]
     fig = against_d_k(d_ks, [0.4, 0.7, 0.9], [0.24, 0.24, 0.25], "largest weight", reference=1 / 16,
                       reference_label="uniform", log_y=True)
@@ -44,3 +49,10 @@ def test_against_d_k_draws_both_variants_and_a_reference():
     with pytest.raises(ValueError, match="one value per d_k"):
         against_d_k(d_ks, [1.0, 2.0], [1.0, 2.0, 3.0], "y")
     plt.close("all")
+
+
+def test_head_grid_panel_size_keeps_a_short_sentence_in_one_row():
+    weights = torch.full((4, 6, 6), 1 / 6)  # (H, T, T)
+    fig = head_grid(weights, list("abcdef"), with_mean=False, panel_size=2.5)
+    assert list(fig.get_size_inches()) == [10.0, 2.5]
+    plt.close(fig)
