@@ -113,9 +113,10 @@ for j in range(len(K)):
           f"{fmt(weights[0, j], 3):>8}")
 print(f"sum of exp = {fmt(total, 3)};  sum of weights = {fmt(weights.sum(), 3)}")
 
+# %% tags=["remove-cell"]
 assert torch.allclose(weights[0], torch.tensor(exps) / total, atol=1e-6), "by hand disagrees"
 assert torch.allclose(weights.sum(-1), torch.ones(1)), "each row of weights must sum to 1"
-assert weights[0].argmax().item() == 0, "the key aligned with the query must get the largest weight"
+assert vec(weights[0]) == "[0.405, 0.246, 0.349]"
 
 # %%
 guess = ex01.predict_weights(guess, weights[0])
@@ -132,8 +133,10 @@ may_attend = torch.tensor([[True, False, True]])  # (1, 3)   False: the query ma
 _, masked = attnlab.scaled_dot_product_attention(Q, K, V, mask=may_attend)  # (1, 3)
 print(f"no mask:      weights {vec(weights[0])}")
 print(f"key 1 masked: weights {vec(masked[0])}")
-assert (weights > 0.2).all(), "without a mask every key keeps a large share here"
+
+# %% tags=["remove-cell"]
 assert masked[0, 1].item() == 0.0 and torch.allclose(masked.sum(), torch.tensor(1.0))
+assert vec(masked[0]) == "[0.537, 0.000, 0.463]"
 
 # %% [markdown]
 # With the mask, key 1 gets exactly 0 and keys 0 and 2 share the whole weight.
@@ -147,13 +150,18 @@ for j, term in enumerate(terms):
 by_hand = sum(terms)
 print(f"sum          = {vec(by_hand)}")
 print(f"attnlab      = {vec(output[0])}")
+
+# %% tags=["remove-cell"]
 assert torch.allclose(output[0], by_hand, atol=1e-5), "output = weighted average of the values"
+assert vec(output[0]) == "[5.797, 4.203]"
 
 # %% [markdown]
 # The whole computation in one picture: one row (the query), one column per key.
 
 # %% tags=["hide-input"]
-attention_heatmap(weights, ["q"], key_names, title="attention weights of the worked example")
+_, ax = plt.subplots(figsize=(8, 2))
+attention_heatmap(weights, ["q"], ["k0", "k1", "k2"], ax=ax,
+                  title="attention weights of the worked example")
 plt.show()
 
 # %% [markdown]
@@ -164,10 +172,16 @@ plt.show()
 # a batch, heads). Return `(output, weights)`, as `attnlab.scaled_dot_product_attention` does.
 # The check runs your function and attnlab's on three random inputs, batched ones included.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1</summary>
 #
-# `k.T` reverses *all* the dimensions of a batched tensor; `k.transpose(-2, -1)` swaps only the
-# last two. `torch.softmax(scores, dim=-1)` normalises over the keys.
+# The four steps of the worked example, for every query at once. In each tensor, which
+# dimension runs over the keys and which over the numbers of one vector?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Swap only the last two dimensions of k (`.T` reverses all of them, batch and heads included),
+# multiply, divide by the square root of the queries' last dimension, take the softmax over the
+# last dimension (the keys), and multiply the weights by v.
 # </details>
 
 # %%
@@ -180,7 +194,6 @@ def my_attention(q, k, v):
 
 
 attention = ex01.attention(my_attention)  # your function if it is right, attnlab's otherwise
-assert torch.allclose(attention(Q, K, V)[0], output, atol=1e-6)
 
 # %% [markdown]
 # ## A soft lookup table
@@ -199,13 +212,16 @@ Q_stretched = torch.cat([c * Q for c in stretches])  # (6, d_k)   one query per 
 out_s, w_s = attention(Q_stretched, K, V)  # (6, d_v), (6, 3)
 for c, wrow, orow in zip(stretches, w_s, out_s):
     print(f"{c:>2} × q: weights {vec(wrow)}  output {vec(orow, 2)}")
+w0 = w_s[:, 0]  # (6,)   key 0's weight, per stretch
 
-w0 = w_s[:, 0]
+# %% tags=["remove-cell"]
 assert (w0[1:] > w0[:-1]).all(), "a longer query should put more weight on the aligned key"
-assert w0[-1] > 0.99 and (w_s > 0).all(), "at 32 × q key 0 takes almost all, yet no key exactly 0"
+assert fmt(w0[-1], 3) == "0.992" and (w_s > 0).all(), "at 32 × q key 0 takes 0.992, none gets 0"
 
 # %% tags=["hide-input"]
-attention_heatmap(w_s, [f"{c} × q" for c in stretches], key_names, title="stretching the query")
+_, ax = plt.subplots(figsize=(8, 3.8))
+attention_heatmap(w_s, [f"{c} × q" for c in stretches], ["k0", "k1", "k2"], ax=ax,
+                  title="stretching the query")
 plt.show()
 
 # %% [markdown]
@@ -221,6 +237,17 @@ plt.show()
 #
 # **Explore:** key 2 has never won so far. Find a query (four numbers between −3 and 3) for which
 # key 2 gets the largest weight, with the sliders or by reasoning, and write it below.
+#
+# <details><summary>Hint 1</summary>
+#
+# Key 2 is not the best match for a query that points like key 0, nor for one that points like
+# key 1. What does key 2 have that neither of them has?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Key 2 has a share of both directions. Write each key's score $q \cdot k$ as a sum over the
+# four coordinates and look for a query that scores key 0 and key 1 equally.
+# </details>
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the class: which query makes key 2 = [0.7, 0.7, 0, 0] win against key 0 = [1, 0, 0, 0]
@@ -236,13 +263,51 @@ my_query = ...  # four numbers in [-3, 3] for which key 2 gets the largest weigh
 my_query = [1.0, 1.0, 0.0, 0.0]  # halfway between k0 and k1
 ### END SOLUTION
 winner = ex01.key_2_wins(my_query, K)
-print(playground.text(playground.view(winner)))
-assert playground.view(winner)["weights"].argmax() == 2
 
 # %% [markdown]
-# A query halfway between key 0 and key 1 scores 1 with each of them but 1.4 with key 2, which
-# has a share of both directions: key 2 wins. A key wins by pointing the query's way, not by
-# being equal to it.
+# One query that works lies halfway between key 0 and key 1: $q = [1, 1, 0, 0]$ scores 1 with
+# each of them and 1.4 with key 2, which has a share of both directions.
+#
+# Is pointing the query's way all it takes? Add a fourth key, $k_3 = [2, 0, 0, 0]$: the
+# direction of key 0, twice as long. It points the query's way less well than key 2 does.
+#
+# **Predict first:** with the four keys, which key gets the largest weight for $q = [1, 1, 0, 0]$?
+# Write its number, 0 to 3.
+
+# %%
+winner_guess = ...  # 0, 1, 2 or 3
+### BEGIN SOLUTION
+winner_guess = 3  # q·k = |q| |k| cos θ: twice the length beats a better direction here
+### END SOLUTION
+
+# %%
+halfway = torch.tensor([1.0, 1.0, 0.0, 0.0])  # (d_k,)   the query halfway between k0 and k1
+K4 = torch.cat([K, torch.tensor([[2.0, 0.0, 0.0, 0.0]])])  # (4, d_k)   k3: key 0, twice as long
+_, w4 = attnlab.scaled_dot_product_attention(halfway[None], K4, K4)  # (1, 4)
+dots = K4 @ halfway  # (4,)   q·k
+lengths = K4.norm(dim=-1)  # (4,)   |k|
+cosines = dots / (lengths * halfway.norm())  # (4,)   cos θ, the agreement of the directions
+print(f"query {vec(halfway, 1)}, length {fmt(halfway.norm(), 3)}")
+print(f"{'key':<25} {'|k|':>6} {'cos θ':>6} {'q·k':>5} {'weight':>7}")
+for j, name in enumerate(key_names + [f"k3 = {vec(K4[3], 1)}"]):
+    print(f"{name:<25} {fmt(lengths[j], 3):>6} {fmt(cosines[j], 3):>6} {fmt(dots[j], 1):>5} "
+          f"{fmt(w4[0, j], 3):>7}")
+
+# %% tags=["remove-cell"]
+assert w4[0].argmax() == 3 and cosines[2] > cosines[3] and dots[3] > dots[2]
+assert [fmt(x, 1) for x in dots] == ["1.0", "1.0", "1.4", "2.0"]
+assert [fmt(x, 3) for x in cosines] == ["0.707", "0.707", "1.000", "0.707"]
+
+# %%
+winner_guess = ex01.predict_winner(winner_guess, w4[0])
+
+# %% [markdown]
+# Key 3 agrees with the query's direction less well than key 2 (cosine 0.707 against 1.000) and
+# still wins, 2.0 against 1.4: $q \cdot k = \lVert q\rVert\,\lVert k\rVert \cos\theta$, the
+# agreement of the directions times both lengths. A key wins by pointing the query's way *or* by
+# being long. To compare directions alone, scale every vector to length 1 first; then
+# $q \cdot k$ is the cosine. Notebook 05 does exactly that before it retrieves images by their
+# embeddings.
 
 # %% [markdown]
 # ## Several heads over a sentence
@@ -251,23 +316,94 @@ assert playground.view(winner)["weights"].argmax() == 2
 # and V. Each *token* (a word, or a piece of one) has an *embedding*, a learned vector, and the
 # rows of X, the embeddings of a sentence, are *projected* three ways by learned matrices:
 # $Q = XW_Q$, $K = XW_K$, $V = XW_V$. Every token is at once a query and a key:
-# *self-attention*. *Multi-head* attention splits the d_model columns into n_heads slices of
-# d_head = d_model / n_heads, lets each slice (a *head*) attend on its own, puts the heads'
-# outputs side by side again (*merge*) and mixes them with one more matrix, $W_O$.
+# *self-attention*. *Multi-head* attention gives each of n_heads *heads* its own slice of
+# d_head = d_model / n_heads numbers of every token's query, key and value: head $h$ gets the
+# numbers $h \cdot d_{head}$ to $(h + 1) \cdot d_{head} - 1$. Each head attends on its own; then
+# the heads' outputs are put side by side again (*merge*) and mixed by one more matrix, $W_O$.
+#
+# You write the two moves between the shapes.
+
+# %% [markdown]
+# ### Split the heads
+#
+# **Implement** `split_heads(x, n_heads)`: from x (B, T, d_model) to (B, n_heads, T, d_head),
+# where `[b, h, t]` is head h's slice of token t of sequence b. The check runs your function and
+# attnlab's on three random inputs.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two steps. A head needs, for every token, its own d_head consecutive numbers of that token,
+# and nothing from another token. Which shape lets you pick them out, and which axis is in the
+# wrong place after that?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# First cut the last axis into (n_heads, d_head), leaving B and T where they are; then swap the
+# token axis with the head axis. A reshape straight to (B, n_heads, T, d_head) has the right
+# shape and the wrong numbers.
+# </details>
+
+# %%
+def my_split_heads(x, n_heads):
+    ### BEGIN SOLUTION
+    B, T, d_model = x.shape
+    x = x.view(B, T, n_heads, d_model // n_heads)  # (B, T, H, d_head)   each token cut in H
+    return x.transpose(1, 2)  # (B, H, T, d_head)   head axis before the token axis
+    ### END SOLUTION
+
+
+split_heads = ex01.split_heads(my_split_heads)  # yours if it is right, attnlab's otherwise
+
+# %% [markdown]
+# What the split does to two tokens of 6 numbers each, cut into 3 heads:
+
+# %%
+numbers = torch.arange(12.0).view(1, 2, 6)  # (B=1, T=2, d_model=6): token 0 is 0..5, token 1 6..11
+print(split_heads(numbers, 3)[0])  # (H=3, T=2, d_head=2)
+
+# %% [markdown]
+# Head 0 holds the first two numbers of each token, head 1 the next two, head 2 the last two.
+#
+# ### Merge the heads
+#
+# **Implement** `merge_heads(x)`: the way back, from (B, n_heads, T, d_head) to
+# (B, T, n_heads · d_head), each token's heads side by side in head order.
+#
+# <details><summary>Hint 1</summary>
+#
+# Merging undoes splitting: undo its two steps, in the reverse order.
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Swap the head axis and the token axis back, so that each token holds its heads one after the
+# other, then flatten the last two axes into one. After a transpose the numbers are no longer in
+# memory order: `.view` refuses, `.reshape` copies where it must.
+# </details>
+
+# %%
+def my_merge_heads(x):
+    ### BEGIN SOLUTION
+    B, H, T, d_head = x.shape
+    x = x.transpose(1, 2)  # (B, T, H, d_head)   each token's heads next to each other
+    return x.reshape(B, T, H * d_head)  # (B, T, d_model)
+    ### END SOLUTION
+
+
+merge_heads = ex01.merge_heads(my_merge_heads)  # yours if it is right, attnlab's otherwise
+
+# %% [markdown]
+# ### Multi-head attention in ten lines
+#
+# With your split and merge, multi-head self-attention is project, split, attend, merge, mix:
 
 # %%
 def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads):
     """x (B, T, d_model), four (d_model, d_model) matrices -> output, weights (B, H, T, T)."""
-    B, T, d_model = x.shape
-    d_head = d_model // n_heads
-
-    def split(t):  # (B, T, d_model) -> (B, H, T, d_head): head h gets its own d_head columns
-        return t.view(B, T, n_heads, d_head).transpose(1, 2)
-
-    q, k, v = split(x @ W_Q), split(x @ W_K), split(x @ W_V)  # (B, H, T, d_head) each
-    heads, weights = attention(q, k, v)  # (B, H, T, d_head), (B, H, T, T)
-    merged = heads.transpose(1, 2).reshape(B, T, d_model)  # (B, T, d_model)   heads side by side
-    return merged @ W_O, weights  # (B, T, d_model), (B, H, T, T)
+    q = split_heads(x @ W_Q, n_heads)  # (B, H, T, d_head)   project, then split
+    k = split_heads(x @ W_K, n_heads)  # (B, H, T, d_head)
+    v = split_heads(x @ W_V, n_heads)  # (B, H, T, d_head)
+    heads, weights = attention(q, k, v)  # (B, H, T, d_head), (B, H, T, T)   each head alone
+    return merge_heads(heads) @ W_O, weights  # (B, T, d_model)   merge, then mix
 
 
 # %% [markdown]
@@ -291,12 +427,14 @@ with torch.no_grad():
 same = torch.allclose(out, out_lib, atol=1e-6) and torch.allclose(heads, heads_lib, atol=1e-6)
 print(f"x {tuple(x.shape)} -> output {tuple(out.shape)}, weights {tuple(heads.shape)}")
 print(f"equal to attnlab.MultiHeadAttention with the same matrices: {same}")
+
+# %% tags=["remove-cell"]
 assert same, "the ten-line multi-head attention must match attnlab's"
 
 # %% tags=["hide-input"]
 T = len(tokens)
 head_grid(heads[0], tokens, title=f"untrained self-attention, 4 heads (uniform = 1/T = 1/{T})",
-          with_mean=False)
+          with_mean=False, panel_size=2.5)
 plt.show()
 
 # %% [markdown]
@@ -309,8 +447,10 @@ print(f"uniform weight 1/T = {fmt(1 / T, 3)}")
 for h in range(heads.shape[1]):
     print(f"head {h}: largest weight per query {vec(top[h], 2)}")
 print(f"largest of all: {fmt(top.max(), 3)} = {fmt(top.max() * T, 1)} × uniform")
+
+# %% tags=["remove-cell"]
 assert torch.allclose(heads.sum(-1), torch.ones(1, 4, T), atol=1e-6), "rows must sum to 1"
-assert top.max() < 2.5 / T, "an untrained layer's weights should stay within 2.5 × uniform"
+assert fmt(top.max() * T, 1) == "2.3", "an untrained layer's weights should stay near uniform"
 
 # %% [markdown]
 # No query gives any key more than 2.3 times the uniform share: random matrices make some keys
@@ -323,6 +463,8 @@ assert top.max() < 2.5 / T, "an untrained layer's weights should stay within 2.5
 first, second = [i for i, t in enumerate(tokens) if t == "the"]
 identical = torch.equal(heads[0, :, first], heads[0, :, second])
 print(f"rows of 'the' (positions {first} and {second}) identical in every head: {identical}")
+
+# %% tags=["remove-cell"]
 assert identical, "without positions, equal tokens must attend identically"
 
 # %% [markdown]
@@ -338,14 +480,12 @@ lessons = {
     "worked example, output": vec(output[0]),
     "key 1 masked, weights": vec(masked[0]),
     "32 × q, weight of key 0": fmt(w0[-1], 3),
+    "q = [1, 1, 0, 0]: q·k2, q·k3": f"{fmt(dots[2], 1)}, {fmt(dots[3], 1)}",
+    "cos θ of k2, k3": f"{fmt(cosines[2], 3)}, {fmt(cosines[3], 3)}",
     "untrained heads, largest weight × T": fmt(top.max() * T, 1),
 }
 for name, value in lessons.items():
     print(f"{name:<36} {value}")
-assert lessons["worked example, weights"] == "[0.405, 0.246, 0.349]"
-assert lessons["key 1 masked, weights"] == "[0.537, 0.000, 0.463]"
-assert lessons["32 × q, weight of key 0"] == "0.992"
-assert lessons["untrained heads, largest weight × T"] == "2.3"
 
 # %% [markdown]
 # ## What we learned
@@ -355,9 +495,12 @@ assert lessons["untrained heads, largest weight × T"] == "2.3"
 #   [0.405, 0.246, 0.349], output [5.797, 4.203].
 # - Softmax never gives exactly 0: key 1, with score 0, kept 0.246 of the weight. Only a mask
 #   gives 0: with key 1 masked the weights became [0.537, 0.000, 0.463].
-# - Three lines of PyTorch (`transpose(-2, -1)`, `softmax(dim=-1)`, `@ v`) compute attention for
-#   any batch shape; the check compared them with attnlab's on three random inputs.
+# - Three lines of PyTorch compute attention for any batch shape; the check compared them with
+#   attnlab's on three random inputs.
 # - Attention is a soft lookup that hardens as the scores spread: at 32 × q key 0 took 0.992.
-# - Multi-head self-attention is ten lines (project, split, attend, merge, $W_O$) and equals
-#   `attnlab.MultiHeadAttention`; untrained, its largest weight was 2.3 × uniform, and equal
-#   tokens attend identically without positions.
+# - A score is direction times length: for $q = [1, 1, 0, 0]$ the long key [2, 0, 0, 0] (cosine
+#   0.707) scored 2.0 and beat key 2 (cosine 1.000, score 1.4). Comparing directions alone needs
+#   vectors of length 1.
+# - Multi-head self-attention is split, attend, merge between the projections, about ten lines
+#   with your `split_heads` and `merge_heads`, equal to `attnlab.MultiHeadAttention`; untrained,
+#   its largest weight was 2.3 × uniform, and equal tokens attend identically without positions.

@@ -76,6 +76,21 @@ def test_key_2_wins(capsys, answers, mark, words):
         assert attnlab.scaled_dot_product_attention(got[None], K, K)[1][0].argmax() == 2
 
 
+# --- predict: which of four keys wins ---------------------------------------------------------
+
+K4 = torch.cat([K, torch.tensor([[2.0, 0.0, 0.0, 0.0]])])  # (4, 4): a long key 3
+W4 = attnlab.scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 0.0, 0.0]]), K4, K4)[1][0]
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([3, 3.0, np.int64(3)], "✓", "key 3 gets the largest weight ([0.205, 0.205, 0.251, 0.339])"),
+    ([2], "✗", "key 3 gets the largest weight, not key 2"),  # direction only
+    ([4, 2.5, -1], "✗", "not a key number (0 to 3)"),
+])
+def test_predict_winner(capsys, answers, mark, words):
+    assert expect(capsys, ex01.predict_winner, answers, mark, words, W4) == [3] * len(answers)
+
+
 # --- implement split_heads and merge_heads -------------------------------------------------------
 
 def split(x, n_heads):

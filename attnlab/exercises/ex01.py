@@ -5,6 +5,8 @@
 - `attention` (implement): softmax(q kᵀ / √d_k) v in three lines, against attnlab's
   `scaled_dot_product_attention` on random inputs, batched ones included;
 - `key_2_wins` (explore): a query for which key 2 of the worked example gets the largest weight;
+- `predict_winner` (predict): which of four keys, one of them long, gets the largest weight,
+  guessed before it is measured;
 - `split_heads` and `merge_heads` (implement): (B, T, d_model) -> (B, H, T, d_head) and back,
   against attnlab's; a reshape without the transpose, or the transpose of the wrong axes, is
   named in the ✗ line.
@@ -116,6 +118,32 @@ def key_2_wins(query, keys: torch.Tensor):
         hint="a query that matches key 0 and key 1 equally well; what does key 2 have that they "
              "lack?",
         todo="not attempted yet; put your query in the cell above.")
+
+
+@exercise("predict", args=(torch.tensor([0.166, 0.166, 0.251, 0.417]),))
+def predict_winner(guess, weights: torch.Tensor):
+    """Your guess for the key that gets the largest weight against the measured `weights` (T,)
+    (notebook 01: q = [1, 1, 0, 0] and a fourth key, [2, 0, 0, 0])."""
+    measured = int(weights.argmax())
+    shown = "[" + ", ".join(fmt(x, 3, guard=False) for x in weights.tolist()) + "]"
+    lesson = ("q·k = |q| |k| cos θ: the agreement of the directions times both lengths, so a long "
+              "key can beat one that points the query's way better.")
+
+    def judge(guess):
+        value, problem = as_number(guess, "your guess")
+        if problem is None and (value != int(value) or not 0 <= value < len(weights)):
+            problem = f"your guess is {fmt(value, 4, guard=False)}, not a key number"
+        if problem:
+            return Verdict.wrong(f"{problem} (0 to {len(weights) - 1})",
+                                 "write one key number, such as 2.")
+        if int(value) == measured:
+            return Verdict.right(f"key {measured} gets the largest weight ({shown}). {lesson}",
+                                 value=measured)
+        return f"key {measured} gets the largest weight, not key {int(value)} ({shown})"
+
+    return check_answer(guess, judge, name="which key wins?", reference=measured, hint=lesson,
+                        todo="no prediction yet; write a key number in the cell above before "
+                             "running.")
 
 
 # --- split and merge heads ----------------------------------------------------------------------
