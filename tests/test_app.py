@@ -1,6 +1,7 @@
 """attnlab.SentimentApp: any string in, a clear answer out, fast; HTML shown as text; the widget
 updates on Enter and on the button; the default models are built (or loaded) by the app itself."""
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import torch
 
 import attnlab
 from attnlab import app as app_module
-from attnlab import data
+from attnlab import data, train
 from attnlab.train import evaluate
 
 NASTY = {
@@ -81,23 +82,18 @@ def test_analyze_returns_labels_probabilities_tokens_attention(app):
     assert negative["label"] == "negative" and negative["models"]["tiny"]["label"] == "negative"
 
 
-@pytest.mark.parametrize("name", list(NASTY))
-def test_any_string_gets_a_fast_clear_answer(app, name):
-    text = NASTY[name]
-    app.analyze(text)  # first call of a new length may allocate
-    start = time.perf_counter()
-    r = app.analyze(text)
-    seconds = time.perf_counter() - start
-    # A generous bound only: a loaded machine must not fail it. benchmarks/sentiment_app.py
-    # measures the real latency (tens of milliseconds).
-    assert seconds < 10.0, f"{name}: {seconds:.2f} s"
-    assert r["label"] in data.LABELS and 0.0 <= r["probability"] <= 1.0
-    for m in r["models"].values():
-        assert m["label"] in data.LABELS and 0.5 <= m["probability"] <= 1.0
-        assert np.isfinite(m["received"]).all()
-    shown = app.text(r)
-    assert "Traceback" not in shown and len(shown.splitlines()) < 20
-    assert all(len(line) < 700 for line in shown.splitlines())
+def test_any_string_gets_a_clear_answer(app):
+    """Every hostile string: a label, a probability, finite attention and a short printable
+    summary, never a traceback. (How long it takes: benchmarks/sentiment_app.py.)"""
+    for name, text in NASTY.items():
+        r = app.analyze(text)
+        assert r["label"] in data.LABELS and 0.0 <= r["probability"] <= 1.0, name
+        for m in r["models"].values():
+            assert m["label"] in data.LABELS and 0.5 <= m["probability"] <= 1.0, name
+            assert np.isfinite(m["received"]).all(), name
+        shown = app.text(r)
+        assert "Traceback" not in shown and len(shown.splitlines()) < 20, name
+        assert all(len(line) < 700 for line in shown.splitlines()), name
 
 
 def test_empty_and_blank_texts_say_there_is_nothing_to_read(app):
@@ -253,8 +249,6 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 
 
 def test_the_recipe_key_changes_with_the_recipe_only(monkeypatch):
-    import attnlab.train as train
-
     key = app_module.recipe_key()
     assert app_module.recipe_key() == key  # a pure function of the recipe, not of the time
     monkeypatch.setitem(app_module.HEAD_RECIPE, "epochs", 31)
@@ -266,8 +260,6 @@ def test_the_recipe_key_changes_with_the_recipe_only(monkeypatch):
 
 
 def test_a_foreign_cache_file_is_ignored_not_trusted(tmp_path):
-    from types import SimpleNamespace
-
     encoder = SimpleNamespace(config={"hidden_size": 384})  # load_models reads only its width
     file = tmp_path / "cache.pt"
     key = app_module.recipe_key()

@@ -118,17 +118,13 @@ def test_multihead_padding_mask_matches_torch():
 
 @pytest.mark.parametrize("call,message", [
     (lambda: MultiHeadAttention(10, 3), "divisible by n_heads"),
-    (lambda: MultiHeadAttention(0, 1), "d_model must be an int >= 1, got 0"),
     (lambda: MultiHeadAttention(8, 4, n_kv_heads=3), "multiple of n_kv_heads"),
     (lambda: MultiHeadAttention(12, 4, rotary=True), "even head size"),
-    (lambda: attnlab.rotary(rand(2, 5)), "even last dimension"),
     (lambda: sdpa(rand(3, 4), rand(5, 6), rand(5, 2)), "share the last dimension"),
     (lambda: sdpa(rand(3, 4), rand(5, 4), rand(6, 2)), "same number of keys"),
-    (lambda: sdpa(rand(2, 3, 4), rand(3, 5, 4), rand(3, 5, 2)), "do not broadcast"),
     (lambda: sdpa(rand(3, 4), rand(5, 4), rand(5, 2), torch.ones(3, 4, dtype=torch.bool)),
      "does not broadcast to the scores"),
     (lambda: sdpa(rand(3, 4), rand(5, 4), rand(5, 2), torch.full((3, 5), float("-inf"))), "0/1"),
-    (lambda: sdpa(rand(4), rand(5, 4), rand(5, 2)), "at least 2 dimensions"),
     (lambda: MultiHeadAttention(8, 2)(rand(2, 5, 6)), "d_model=8"),
 ])
 def test_validation_errors_name_the_problem(call, message):

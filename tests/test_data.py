@@ -157,17 +157,11 @@ def test_encode_batch_pads_cuts_and_handles_empty_text():
 
 @pytest.mark.parametrize("call, exc, match", [
     (lambda: make_reviews(0), ValueError, "n must be an int >= 1, got 0"),
-    (lambda: make_reviews(2.0), TypeError, r"n must be an int, got 2\.0"),
-    (lambda: make_reviews(5, seed="1"), TypeError, "seed must be an int"),
     (lambda: make_contrast_reviews(5, positive=[]), ValueError, "positive must be a non-empty"),
-    (lambda: make_reviews(5, neutral="the"), TypeError,
-     "neutral must be a sequence of words, got str"),
     (lambda: make_reviews(5, neutral=["the", ""]), ValueError, "neutral must be a non-empty"),
-    (lambda: tokenize(None), TypeError, "text must be a str"),
     (lambda: Vocab.for_reviews().encode(3), TypeError, "text must be a str or a list"),
     (lambda: Vocab.for_reviews().decode([999]), ValueError,
      r"each id must be an int >= 0 and <= \d+, got 999"),
-    (lambda: Vocab.for_reviews().decode([1.0]), TypeError, "each id must be an int"),
     (lambda: Vocab("abc"), TypeError, "words must be an iterable"),
 ])
 def test_bad_arguments_raise_clear_errors(call, exc, match):

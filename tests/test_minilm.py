@@ -9,9 +9,11 @@ import math
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
+from tokenizers import Tokenizer
 
 import attnlab
 from attnlab import assets
@@ -146,8 +148,6 @@ def test_tokenizer_is_bert_uncased_wordpiece(model):
 
 def test_tokenizer_matches_the_published_tokenizer_json(model):
     """The carrier ships the model's own tokenizer.json; ours, built from vocab.txt, agrees."""
-    from tokenizers import Tokenizer
-
     reference = model_files()["vocab.txt"].parent / "tokenizer.json"
     if not reference.is_file():
         pytest.skip("no tokenizer.json beside vocab.txt")
@@ -270,8 +270,6 @@ def test_public_name_and_similarity_makes_sense(model):
 
 
 def test_the_weights_licence_and_attribution_ship_with_the_project():
-    from pathlib import Path
-
     root = Path(__file__).resolve().parent.parent
     text = (root / "LICENSES" / "all-MiniLM-L6-v2.txt").read_text()
     assert "sentence-transformers/all-MiniLM-L6-v2" in text

@@ -76,12 +76,9 @@ Q, K, V = torch.zeros(3, 4), torch.zeros(5, 4), torch.zeros(5, 2)  # T_q = 3, T_
 
 @pytest.mark.parametrize("args, kwargs, error, match", [
     ((Q, K, V), {"block_size": 0}, ValueError, "block_size"),
-    ((Q, K, V), {"block_size": 2.5}, TypeError, "block_size"),
     ((Q, torch.zeros(5, 3), V), {}, ValueError, r"q \(3, 4\), k \(5, 3\)"),
     ((Q, K, torch.zeros(6, 2)), {}, ValueError, r"v \(6, 2\)"),
     ((Q, torch.zeros(0, 4), torch.zeros(0, 2)), {}, ValueError, "T_k >= 1"),
-    ((Q.long(), K, V), {}, TypeError, "q must be a floating-point tensor"),
-    (("q", K, V), {}, TypeError, "q must be a torch.Tensor"),
 ])
 def test_bad_arguments_are_refused(args, kwargs, error, match):
     with pytest.raises(error, match=match):
