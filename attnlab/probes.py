@@ -192,3 +192,95 @@ def alignment_share(cross_weights: torch.Tensor) -> float:
                          f"got shape {tuple(cross_weights.shape)}")
     steps = torch.arange(T, device=cross_weights.device)
     return float(cross_weights[..., steps, S - 1 - steps].mean())
+
+
+def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
+    """How much each head reads the token right before the query: the mean weight query t
+    puts on key t - 1, over the queries t >= 1 and the batch. weights (B, H, T, T) -> (H,).
+
+    A head that always reads the previous token scores 1; uniform causal attention scores the
+    mean of 1 / (t + 1) (the same function of uniform maps gives that level).
+    """
+    check_tensor("weights", weights, min_dim=4)
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean((0, -1))  # (H,)   w[t, t - 1]
+
+
+def previous_occurrence(tokens: torch.Tensor) -> torch.Tensor:
+    """For each position t, the last position s < t holding the same token, or -1 if the token
+    is new there. tokens (B, T) -> (B, T) int64."""
+    check_tensor("tokens", tokens, min_dim=2)
+    T = tokens.shape[-1]
+    pos = torch.arange(T, device=tokens.device)  # (T,)
+    same = tokens[:, :, None] == tokens[:, None, :]  # (B, T, T)   [b, t, s]: same token
+    earlier = same & (pos[None, :] < pos[:, None])  # (B, T, T)   ... and s < t
+    return torch.where(earlier, pos, -1).amax(-1)  # (B, T)   the latest match, -1: none
+
+
+def induction_score(weights: torch.Tensor, tokens: torch.Tensor,
+                    queries: torch.Tensor | None = None) -> torch.Tensor:
+    """How much each head reads the token AFTER the previous occurrence of the query's token
+    (what an induction head copies): the mean weight query t puts on key s + 1, s being the
+    last position before t with the same token, over the queries that have one (and, with
+    `queries` (B, T) bool, are True there) and the batch. weights (B, H, T, T), tokens (B, T)
+    -> (H,). Not key s (the previous occurrence itself), not key t - 1 (`previous_token_score`).
+    """
+    check_tensor("weights", weights, min_dim=4)
+    B, H, T, _ = weights.shape
+    if tokens.shape != (B, T) or (queries is not None and queries.shape != (B, T)):
+        raise ValueError(f"tokens and queries must be (B, T) = {(B, T)} like the weights "
+                         f"{tuple(weights.shape)}, got {tuple(tokens.shape)} and "
+                         f"{None if queries is None else tuple(queries.shape)}")
+    last = previous_occurrence(tokens)  # (B, T)
+    counted = last >= 0 if queries is None else (last >= 0) & queries  # (B, T)
+    after = (last + 1).clamp(min=0)  # (B, T)   key s + 1 (0 where there is none: not counted)
+    on_after = weights.gather(-1, after[:, None, :, None].expand(B, H, T, 1))[..., 0]  # (B, H, T)
+    return (on_after * counted[:, None].to(weights.dtype)).sum((0, 2)) / counted.sum()  # (H,)
+
+
+@contextmanager
+def zero_heads(module: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None]:
+    """Within the block, the given heads of `module` add nothing: their outputs are zeroed
+    before `out` mixes the heads. The other ablation of one head beside
+    `uniform_attention(module, heads=...)`, which keeps the head's output but takes away where
+    it looks."""
+    if not isinstance(module, MultiHeadAttention):
+        raise TypeError(f"module must be a MultiHeadAttention layer (e.g. "
+                        f"model.layers[0].attn), got {type(module).__name__}")
+    heads = tuple(int(h) for h in heads)
+    bad = [h for h in heads if not 0 <= h < module.n_heads]
+    if bad:
+        raise ValueError(f"heads must be in 0..{module.n_heads - 1}, got {sorted(set(bad))}")
+
+    def zero(out, args):  # runs before module.out; args = (merged heads (B, T, H·D),)
+        merged = args[0].unflatten(-1, (module.n_heads, module.d_head))  # (B, T, H, D)
+        keep = torch.ones(module.n_heads, 1, dtype=merged.dtype, device=merged.device)  # (H, 1)
+        keep[list(heads)] = 0.0
+        return ((merged * keep).flatten(-2),)  # (B, T, H·D)
+
+    handle = module.out.register_forward_pre_hook(zero)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@torch.no_grad()
+def target_roles(weights: torch.Tensor, target: torch.Tensor) -> dict:
+    """Is one known token (the odd image of a set) what the others attend to, or what attends
+    to itself? Two scores per head, each against uniform attention.
+
+    weights (B, H, T, T) without padding, target (B,) the token's index. Returns per head (H,):
+    `from_others`: the mean weight the other T - 1 queries give the target (its column without
+    its own entry), times T: 1.0 is what uniform attention gives, 2.0 twice that;
+    `on_itself`: the target's weight on itself (its row's diagonal entry), times T.
+    """
+    check_tensor("weights", weights, min_dim=4)
+    B, H, T, S = weights.shape[-4:]
+    if T != S or target.shape != (B,):
+        raise ValueError(f"weights must be (B, H, T, T) self-attention and target (B,) = ({B},), "
+                         f"got {tuple(weights.shape)} and {tuple(target.shape)}")
+    rows = torch.arange(B, device=weights.device)
+    column = weights[rows, :, :, target]                 # (B, H, T) what each query gives it
+    own = weights[rows, :, target, target]               # (B, H) what it gives itself
+    from_others = (column.sum(-1) - own) / (T - 1)       # (B, H) mean over the other queries
+    return {"from_others": (from_others * T).mean(0), "on_itself": (own * T).mean(0)}
