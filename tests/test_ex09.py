@@ -1,0 +1,120 @@
+"""Notebook 09's exercises: the right answers and the typical mistakes, one case per ✗ message.
+(Hostile answers, for every check at once: tests/test_exercises.py.)"""
+from types import SimpleNamespace
+
+import pytest
+import torch
+from exercise_doubles import expect
+
+from attnlab import probes
+from attnlab.exercises import ex09
+from attnlab.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
+
+# --- induction_score (implement) -----------------------------------------------------------------
+
+
+def at_keys(weights, keys, counted):
+    """Each head's mean weight on key keys[b, t] over the queries where `counted` is True."""
+    B, H, T, _ = weights.shape
+    index = keys.clamp(0, T - 1)[:, None, :, None].expand(B, H, T, 1)
+    w = weights.gather(-1, index)[..., 0]  # (B, H, T)
+    counted = counted.to(weights.dtype)
+    return (w * counted[:, None]).sum((0, 2)) / counted.sum()
+
+
+def last_and_first(tokens):
+    T = tokens.shape[1]
+    pos = torch.arange(T)
+    earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos < pos[:, None])  # (B, T, T)
+    return (torch.where(earlier, pos, -1).amax(-1),  # (B, T)   the last s < t, or -1
+            torch.where(earlier, pos, T).amin(-1))  # (B, T)   the first, or T
+
+
+def right(weights, tokens):
+    last, _ = last_and_first(tokens)
+    return at_keys(weights, last + 1, last >= 0)
+
+
+def per_sequence(weights, tokens):  # the mean per sequence, then over sequences
+    last, _ = last_and_first(tokens)
+    return torch.stack([right(weights[b:b + 1], tokens[b:b + 1])
+                        for b in range(len(tokens))]).mean(0)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([right, per_sequence, probes.induction_score], "✓",
+     "induction_score: matches attnlab.probes.induction_score on 2 batches"),
+    ([lambda w, t: at_keys(w, last_and_first(t)[0], last_and_first(t)[0] >= 0)], "✗",
+     "you scored the previous occurrence itself (key s)"),
+    ([lambda w, t: at_keys(w, torch.arange(t.shape[1]).expand_as(t) - 1,
+                           last_and_first(t)[0] >= 0),
+      lambda w, t: probes.previous_token_score(w)], "✗", "that is the previous-token score"),
+    ([lambda w, t: at_keys(w, last_and_first(t)[1] + 1, last_and_first(t)[0] >= 0)], "✗",
+     "you took the first earlier occurrence"),
+    ([lambda w, t: at_keys(w, last_and_first(t)[0] + 1, torch.ones_like(t, dtype=torch.bool))],
+     "✗", "you counted every query, also those whose token is new"),
+    ([lambda w, t: right(w, t) * 1.1], "✗", "your score differs from the reference by up to"),
+])
+def test_induction_score(capsys, answers, mark, words):
+    got = expect(capsys, ex09.induction_score, answers, mark, words)
+    if mark == "✗":
+        assert all(g is probes.induction_score for g in got)  # the reference comes back
+
+
+# --- the predictions ------------------------------------------------------------------------------
+
+def test_one_layer_loss(capsys):
+    expect(capsys, ex09.one_layer_loss, [2.5, 3.0, torch.tensor(2.9)], "✓",
+           "measured 2.71. One layer can favour the tokens", 2.706)
+    got = expect(capsys, ex09.one_layer_loss, [0.0, 3.47], "✗", "more than 0.4 apart", 2.706)
+    assert got == [2.706, 2.706]
+
+
+def test_induction_layer(capsys):
+    assert expect(capsys, ex09.induction_layer, [2], "✓", "you predicted 2; measured 2.", 2) == [2]
+    expect(capsys, ex09.induction_layer, [1, 1.5], "✗", "measured 2 (more than 0 apart)", 2)
+
+
+# --- shorter_repeat (explore) ---------------------------------------------------------------------
+
+STEPS = 20  # a short run of the real experiment, as the framework's hostile-answer test trains it
+
+
+def test_shorter_repeat_runs_the_experiment_itself(capsys):
+    short_test = repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))
+    short = evaluate(train_induction(2, repeat=(3, 6), steps=STEPS).model, short_test)
+    got = expect(capsys, ex09.shorter_repeat, [short["repeated"], short["repeated"] + 0.08], "✓",
+                 "that is the loss the experiment gives", STEPS)
+    assert got == [short["repeated"], short["repeated"] + 0.08]
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """The experiment's outcome as notebook 09 measures it, without training: the model trained
+    on repeats of 3-6 and the one trained on 6-12, each measured on the short repeats."""
+    losses = {("3-6", "short"): {"repeated": 2.77, "random": 3.51},
+              ("6-12", "short"): {"repeated": 1.76, "random": 4.1},
+              ("6-12", "usual"): {"repeated": 0.62, "random": 3.71}}
+
+    def trained(n_layers, repeat=(6, 12), **recipe):
+        return SimpleNamespace(model=f"{repeat[0]}-{repeat[1]}")
+
+    def evaluate(model, batch):
+        return losses[model, "short" if int(batch.size.max()) <= 6 else "usual"]
+
+    monkeypatch.setattr(ex09, "train_induction", trained)
+    monkeypatch.setattr(ex09, "evaluate", evaluate)
+    return losses
+
+
+@pytest.mark.parametrize("answer, mark, words", [
+    (2.77, "✓", "that is the loss the experiment gives"),
+    (2.70, "✓", "that is the loss the experiment gives"),
+    (1.76, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # on short repeats
+    (0.62, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # on its own test
+    (3.51, "✗", "looks like the loss on the random tokens"),
+    (1.0, "✗", "1.00 nats is not the loss the experiment gives"),
+])
+def test_shorter_repeat_names_the_mistakes(capsys, measured, answer, mark, words):
+    (got,) = expect(capsys, ex09.shorter_repeat, [answer], mark, words)
+    assert got == (answer if mark == "✓" else 2.77)
