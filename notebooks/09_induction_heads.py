@@ -1,0 +1,633 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · In-context learning and induction heads
+#
+# A language model predicts a text better the further it reads: once it has seen "Mr and Mrs
+# Dursley", it expects "Dursley" after the next "Mrs". That is *in-context learning* in its
+# simplest form, and in a transformer it is done by a pair of attention heads working together,
+# an *induction circuit* (Elhage et al. 2021, "A Mathematical Framework for Transformer
+# Circuits"; Olsson et al. 2022, "In-context Learning and Induction Heads"). This notebook
+# trains the smallest model that forms one, watches it form, abruptly, and takes it apart.
+
+# %% [markdown]
+# ## What you will learn
+#
+# - a task that only copying from the context can solve, and why the repeat must sit at another
+#   distance in every sequence;
+# - a model made of attention only, in ten lines, and its training curve: a plateau, then an
+#   abrupt drop that a one-layer model never makes;
+# - two scores that say what a head does, the previous-token score and the induction score,
+#   each against the level of uniform attention;
+# - ablations: which heads the copying needs, and which it can do without.
+#
+# Assumes: notebook 07 (the causal mask, a decoder, the next-token loss) and notebook 03
+# (training with Adam).
+
+# %% slideshow={"slide_type": "skip"}
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+import attnlab
+from attnlab import probes
+from attnlab.exercises import ex09
+from attnlab.induction import (
+    LENGTH,
+    N_TEST,
+    RECIPE,
+    REPEAT,
+    TEST_SEED,
+    VOCAB,
+    AttentionOnly,
+    AttentionOnlyLayer,
+    drop_step,
+    evaluate,
+    repeat_task,
+    show,
+    smooth,
+    token_losses,
+    train_induction,
+)
+from attnlab.plots import attention_heatmap
+from attnlab.report import fmt
+
+attnlab.seed_everything(0)
+
+# %% [markdown]
+# ## 1 · The task: copy what came after last time
+#
+# Each sequence is 24 random tokens, ids 0 to 31. Somewhere in it, a segment of 6 to 12 tokens
+# is repeated right after itself. Below, each copy is in brackets.
+
+# %%
+test = repeat_task(N_TEST, seed=TEST_SEED)  # 500 test sequences, never trained on
+for i in range(3):
+    print(show(test, i))
+
+# %% [markdown]
+# A model reads a sequence left to right and predicts each next token. Most tokens are random:
+# nothing before them says which of the 32 comes, so the best prediction gives each 1/32 and
+# pays ln 32 nats. The second copy is different. From its second token on, each token is the
+# one that followed the previous occurrence of the token before it: look back for the last time
+# you saw the current token, and copy what came next. We call these the *repeated tokens*; all
+# others, the second copy's first token included, are *random tokens*.
+
+# %%
+repeated = test.repeated  # (500, 23)   True where the next token is a repeated token
+print(f"a random token costs ln {VOCAB} = {fmt(math.log(VOCAB), 3)} nats")
+print(f"repeated tokens per sequence: {fmt(repeated.sum(1).double().mean(), 2)} of "
+      f"{LENGTH - 1} predictions on average")
+print(f"segment lengths in the test sequences: {sorted(set(test.size.tolist()))}; "
+      f"{len(set(test.start.tolist()))} different starts")
+
+# %% [markdown]
+# **Why the length varies.** If every segment had 8 tokens, the token to copy would always sit
+# 7 places back, and one head that reads "the token 7 places back" would copy by position
+# alone, never looking at which tokens are where: one layer would do, and it would teach
+# nothing (section 3 measures it). Here the distance back to the first copy (the segment's
+# length) is anything from 6 to 12 and the repeat starts anywhere, so the only way to know where
+# to copy from is by content: find the earlier occurrence of the current token.
+
+# %% [markdown]
+# ## 2 · A model made of attention only
+#
+# Token and position embeddings, then layers that each add what their heads read to the
+# vector of every position (the *residual stream*), then a linear *unembedding* that turns each
+# position's vector into scores for the 32 possible next tokens. No feed-forward layer and no
+# LayerNorm: whatever this model computes, attention computes. One layer, written out:
+
+# %%
+class Layer(torch.nn.Module):
+    """x + attention(x): the heads read the residual stream and add to it."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.attn = attnlab.MultiHeadAttention(d_model, n_heads)
+
+    def forward(self, x):
+        mask = attnlab.causal_mask(x.shape[1])  # (T, T)   itself and the past
+        out, weights = self.attn(x, mask)  # (B, T, d), (B, H, T, T)
+        return x + out, weights  # the residual stream: x plus what the heads add
+
+
+mine, theirs = Layer(32, 2), AttentionOnlyLayer(32, 2)
+mine.load_state_dict(theirs.state_dict())
+x = torch.randn(4, LENGTH, 32)  # (B, T, d_model)
+same = all(torch.equal(a, b) for a, b in zip(mine(x), theirs(x)))
+print("same output and weights as attnlab.induction.AttentionOnlyLayer:", same)
+
+# %% tags=["remove-cell"]
+assert same
+
+# %% [markdown]
+# The model stacks one or two of these layers between the embeddings and the unembedding. Each
+# layer has 2 heads of 16 dimensions; the vectors have d = 32 numbers.
+
+# %%
+for n_layers in (1, 2):
+    model = AttentionOnly(n_layers=n_layers)
+    print(f"{n_layers} layer{'s' if n_layers > 1 else ' '}: "
+          f"{sum(p.numel() for p in model.parameters()):,} parameters")
+
+# %% [markdown]
+# **Predict first.** A random token costs 3.47 nats, a perfectly copied one 0. What will the
+# one-layer model's loss on the repeated tokens be once it is trained?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class: one layer of attention can look at every earlier token but only once. Will it
+# copy the repeated tokens (loss near 0), do nothing useful (3.47), or something in between?
+# Let everyone write a number before running the training.
+
+# %%
+guess_one = ...  # your prediction: the one-layer model's loss on repeated tokens, in nats
+### BEGIN SOLUTION
+guess_one = 2.5
+### END SOLUTION
+
+# %% [markdown]
+# ## 3 · Training: a plateau, then a drop
+#
+# Both models train by the same recipe: Adam, 500 steps of 64 new sequences each, the loss the
+# mean over all 23 next-token predictions. Below, the loss of each step's batch, split into its
+# repeated and its random tokens and averaged over 25 steps.
+
+# %%
+print("recipe:", RECIPE)
+two = train_induction(n_layers=2, seed=0)
+one = train_induction(n_layers=1, seed=0)
+
+# %% [markdown]
+# We call the *drop* the steps in which the two-layer model's loss on repeated tokens (averaged
+# over 25 steps) falls from 2.75 to 1.0 nats, and the *plateau* the steps before it.
+
+# %%
+start, end = drop_step(two, level=2.75), drop_step(two, level=1.0)
+window = 25  # steps per average; the first average ends at step 24
+gap = smooth(one.repeated, window) - smooth(two.repeated, window)  # (476,)
+apart = int((gap.abs() > 0.1).nonzero()[0]) + window - 1
+print(f"the two models' losses on repeated tokens stay within 0.1 nats of each other "
+      f"until step {apart}")
+print(f"two layers: from 2.75 to 1.0 nats between step {start} and step {end}")
+print(f"training loss (all tokens) of the two-layer model at step {start}: "
+      f"{fmt(smooth(two.losses, window)[start - window + 1], 3)} (ln 32 = {fmt(math.log(VOCAB), 3)})")
+
+# %% tags=["remove-cell"]
+assert round(apart, -1) == 170 and apart < start and 80 <= end - start <= 120
+assert smooth(two.losses, window)[start - window + 1] > 3.2 and drop_step(one, level=2.75) is None
+
+# %% tags=["hide-input"]
+steps = range(window - 1, RECIPE["steps"])  # the step each 25-step average ends at
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+for ax, part, title in ((axes[0], "losses", "all tokens (the training loss)"),
+                        (axes[1], "repeated", "repeated tokens")):
+    ax.axvspan(0, start, color="0.9", label="plateau")
+    ax.axvspan(start, end, color="orange", alpha=0.3, label="drop")
+    ax.plot(steps, smooth(getattr(two, part), window), label="2 layers")
+    ax.plot(steps, smooth(getattr(one, part), window), label="1 layer")
+    ax.axhline(math.log(VOCAB), color="black", linestyle="--", linewidth=1, label="ln 32")
+    ax.set(xlabel="training step", title=title, xlim=(0, RECIPE["steps"]))
+axes[0].set_ylabel("loss (nats)")
+axes[1].legend(loc="lower left")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On the 500 test sequences, which neither model trained on:
+
+# %%
+results = {"2 layers": evaluate(two.model, test), "1 layer": evaluate(one.model, test)}
+print(f"{'':10} {'repeated':>9} {'random':>7}   (nats; ln 32 = {fmt(math.log(VOCAB), 2)})")
+for name, r in results.items():
+    print(f"{name:10} {fmt(r['repeated'], 2):>9} {fmt(r['random'], 2):>7}")
+ratio = results["2 layers"]["repeated"] / results["1 layer"]["repeated"]
+print(f"two layers' loss on repeated tokens / one layer's: {fmt(ratio, 2)} (at most 0.5 wanted)")
+
+# %% tags=["remove-cell"]
+r2, r1 = results["2 layers"], results["1 layer"]
+assert ratio <= 0.5, "done when: the two-layer loss on repeated tokens is at most half"
+assert (fmt(r2["repeated"], 2), fmt(r1["repeated"], 2)) == ("0.62", "2.71")
+assert r1["random"] > math.log(VOCAB) and r2["random"] > r1["random"]
+
+# %%
+guess_one = ex09.one_layer_loss(guess_one, results["1 layer"]["repeated"])
+
+# %% [markdown]
+# For their first 170 steps the two models learn the same thing: their curves lie on top of
+# each other. Then, within about a hundred steps, the two-layer model's loss on repeated tokens
+# falls to 1 nat, and it ends at 0.62 on the test sequences; the one-layer model ends at 2.71.
+# The training loss, mostly random tokens, stays near ln 32 until the drop.
+#
+# What did the one layer learn, then, that brings it below ln 32 on repeated tokens? The
+# probability it gives, at each position, to the tokens already in the sequence:
+
+# %%
+with torch.no_grad():
+    probs = one.model(test.tokens[:, :-1]).softmax(-1)  # (500, 23, 32)
+seen = torch.nn.functional.one_hot(test.tokens[:, :-1], VOCAB).cummax(1).values  # (500, 23, 32)
+on_seen = (probs * seen).sum(-1)  # (500, 23)   probability on the tokens seen so far
+print(f"one layer: probability on the tokens already seen {fmt(on_seen.mean(), 2)}; "
+      f"their share of the {VOCAB} tokens {fmt(seen.sum(-1).double().mean() / VOCAB, 2)}")
+
+# %% tags=["remove-cell"]
+assert on_seen.mean() > seen.sum(-1).double().mean() / VOCAB + 0.1
+assert fmt(on_seen.mean(), 2) == "0.39" and fmt(seen.sum(-1).double().mean() / VOCAB, 2) == "0.25"
+
+# %% [markdown]
+# It bets on the tokens it has seen, 0.39 of its probability on a quarter of the vocabulary: a
+# repeated token is always one of them, so it costs less than ln 32, but which of them comes
+# next, one layer cannot tell. Random tokens pay for such bets: they cost both models more
+# than ln 32.
+
+# %% [markdown]
+# Is one layer simply too weak to copy? Train it once more, for 300 steps, on repeats that
+# always have 8 tokens, so that the token to copy always sits 7 places back:
+
+# %%
+fixed = train_induction(n_layers=1, repeat=(8, 8), steps=300)
+fixed_test = repeat_task(N_TEST, seed=TEST_SEED, repeat=(8, 8))  # (500, 24)
+fixed_loss = evaluate(fixed.model, fixed_test)["repeated"]
+(fixed_maps,) = fixed.model.attention_maps(fixed_test.tokens)  # (500, 2, 24, 24)
+seven_back = fixed_maps.diagonal(offset=-7, dim1=-2, dim2=-1).mean((0, -1))  # (2,) per head
+print(f"one layer, repeats of always 8 tokens: loss on repeated tokens {fmt(fixed_loss, 2)}")
+print("weight on the token 7 places back, per head:", ", ".join(fmt(w, 2) for w in seven_back))
+
+# %% tags=["remove-cell"]
+assert fmt(fixed_loss, 2) == "0.69" and (seven_back > 0.6).all()
+
+# %% [markdown]
+# With the distance fixed, one layer copies about as well as two layers do on the real task:
+# both its heads read the token 7 places back, by position alone, whatever the tokens are.
+# That is the shortcut the varying length takes away.
+
+# %% [markdown]
+# ## 4 · Loss by position, before and after the drop
+#
+# The training kept a copy of the weights every 50 steps. Here is the two-layer model at the
+# last copy before the drop, and at the end, on the test sequences: the loss at each position,
+# for the repeated and the random tokens there. (Repeated tokens start at position 7 at the
+# earliest: a 6-token segment at the very start.)
+
+# %%
+before_step = max(s for s in two.checkpoints if s < start)
+before = two.at(before_step)
+by_position = {f"step {before_step}, before the drop": evaluate(before, test)["by_position"],
+               f"step {RECIPE['steps']}, the end": evaluate(two.model, test)["by_position"]}
+fig, ax = plt.subplots(figsize=(9, 3.8))
+positions = range(1, LENGTH)  # the position of each predicted token
+for (name, table), style in zip(by_position.items(), ("--", "-")):
+    ax.plot(positions, table[:, 0], style, color="tab:blue", label=f"repeated, {name}")
+    ax.plot(positions, table[:, 1], style, color="tab:red", label=f"random, {name}")
+ax.axhline(math.log(VOCAB), color="black", linestyle=":", linewidth=1)
+ax.set(xlabel="position of the predicted token", ylabel="loss (nats)", ylim=(0, 6.4),
+       title="two-layer model: loss by position")
+ax.legend(fontsize=10, loc="upper center", ncol=2)
+plt.show()
+
+# %% [markdown]
+# Before the drop, repeated tokens cost less than random ones at every position, but not much
+# less. After it, they cost under 1 nat from position 12 on, wherever the repeat sits. Only
+# the first positions of a repeat stay expensive, and, after the drop, some random tokens cost
+# more than before. Which ones? The token right after the second copy is random, yet the token
+# before it did occur earlier, at the end of the first copy:
+
+# %%
+after_repeat = torch.zeros_like(repeated)  # (500, 23)   the prediction of the token after it
+ends = test.start + 2 * test.size - 1  # (500,)   the position of the second copy's last token
+rows = (ends < LENGTH - 1).nonzero()[:, 0]  # the sequences with a token after their repeat
+after_repeat[rows, ends[rows]] = True
+random_losses = {}
+for name, model in (("before the drop", before), ("the end", two.model)):
+    with torch.no_grad():
+        losses = token_losses(model, test.tokens)  # (500, 23)
+    random_losses[name] = (losses[after_repeat].mean(), losses[~repeated & ~after_repeat].mean())
+    print(f"{name:16} random token right after the repeat {fmt(random_losses[name][0], 2)}, "
+          f"other random tokens {fmt(random_losses[name][1], 2)}")
+
+# %% tags=["remove-cell"]
+table_before, table_after = by_position.values()  # (23, 2) each: repeated, random
+assert (table_before[6:, 0] < table_before[6:, 1]).all()
+assert (table_before[6:, 1] - table_before[6:, 0]).max() < 1.1
+assert (table_after[11:, 0] < 1.0).all() and (table_after[6:11, 0] > 1.0).all()
+(after_0, other_0), (after_1, other_1) = random_losses.values()
+assert [fmt(v, 2) for v in (after_0, after_1, other_0, other_1)] == ["3.68", "4.44", "3.53", "3.67"]
+
+# %% [markdown]
+# There the model does what it learned: it copies what followed last time, the first token of
+# the segment, and is wrong, confidently. That token costs 4.44 nats at the end against 3.68
+# before the drop, while the other random tokens go only from 3.53 to 3.67. A model that copies
+# pays for it where copying is wrong.
+
+# %% [markdown]
+# ## 5 · Does the model need its attention?
+#
+# Before reading any attention weights: does the model depend on where its heads look? Under
+# `attnlab.uniform_attention()` every head gives each earlier token the same weight; everything
+# else stays as trained.
+
+# %%
+with attnlab.uniform_attention():
+    uniform = {"2 layers": evaluate(two.model, test), "1 layer": evaluate(one.model, test)}
+for name in results:
+    print(f"{name:9} loss on repeated tokens: {fmt(results[name]['repeated'], 2)} as trained, "
+          f"{fmt(uniform[name]['repeated'], 2)} with uniform attention")
+
+# %% tags=["remove-cell"]
+assert uniform["2 layers"]["repeated"] > 3.0 and uniform["1 layer"]["repeated"] > 3.0
+
+# %% [markdown]
+# With uniform attention the two-layer model's loss on repeated tokens goes from 0.62 to
+# more than 3 nats: all of its copying is done by where its heads look. Their weights are worth
+# reading.
+
+# %% [markdown]
+# ## 6 · What each head does: two scores
+#
+# A *previous-token head* puts its weight on the token just before the query. Its score: the
+# mean weight query t puts on key t − 1 (for t ≥ 1), over the test sequences. The diagonal just
+# below the main one holds exactly those weights:
+
+# %%
+def previous_token_score(weights):
+    """weights (B, H, T, T) -> (H,): the mean weight query t puts on key t - 1."""
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean((0, -1))  # (H,)
+
+
+maps = {"2 layers": two.model.attention_maps(test.tokens),  # [(500, 2, 24, 24)] per layer
+        "1 layer": one.model.attention_maps(test.tokens)}
+same = all(torch.equal(previous_token_score(w), probes.previous_token_score(w))
+           for m in maps.values() for w in m)
+print("equal to attnlab.probes.previous_token_score on every layer:", same)
+
+# %% tags=["remove-cell"]
+assert same
+
+# %% [markdown]
+# An *induction head* at query t looks for s, the last earlier position holding the same token
+# as t, and reads key s + 1: the token that came after it last time, the one to copy. Its
+# score: the mean weight on key s + 1 over the queries that have such an s.
+#
+# **Your turn:** write `my_induction_score(weights, tokens)`: weights (B, H, T, T), tokens
+# (B, T), returning one score per head (H,).
+#
+# <details><summary>Hint 1</summary>
+#
+# Two steps: first, for every query t, the position s of the last earlier occurrence of its
+# token (or "none"); then the weight each head puts on key s + 1, averaged over the queries that
+# have an s.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Broadcast the tokens against themselves into a (B, T, T) table of "same token?", and keep
+# only the pairs with s < t. The largest such s per query is the last occurrence (write −1
+# where there is none, then take the maximum over s). Gather each head's weights at key s + 1,
+# zero the queries without an s, and divide by how many have one.
+# </details>
+
+# %%
+def my_induction_score(weights, tokens):
+    ### BEGIN SOLUTION
+    B, H, T, _ = weights.shape
+    pos = torch.arange(T)  # (T,)
+    earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos < pos[:, None])  # (B, T, T)
+    last = torch.where(earlier, pos, -1).amax(-1)  # (B, T)   s, or -1 if the token is new
+    has = last >= 0  # (B, T)
+    after = (last + 1).clamp(min=0)[:, None, :, None].expand(B, H, T, 1)  # key s + 1
+    on_after = weights.gather(-1, after)[..., 0]  # (B, H, T)
+    return (on_after * has[:, None]).sum((0, 2)) / has.sum()  # (H,)
+    ### END SOLUTION
+
+
+induction_score = ex09.induction_score(my_induction_score)  # yours if right, attnlab's if not
+
+# %% [markdown]
+# **Predict first.** In the two-layer model, which layer holds the induction heads: 1 or 2?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class: an induction head must match "my token" against "the token before you was
+# mine". Where can that second fact come from? Let them commit to layer 1 or 2 before the
+# table.
+
+# %%
+guess_layer = ...  # your prediction: 1 or 2
+### BEGIN SOLUTION
+guess_layer = 2
+### END SOLUTION
+
+# %% [markdown]
+# Both scores for every head of both models, at the end of training and, for the two-layer
+# model, before the drop too. The last row is what each score is under uniform attention, the
+# level of a head without a preference.
+
+# %%
+def scores_of(model_maps):
+    """[(previous-token scores (H,), induction scores (H,)) for each layer's maps]."""
+    return [(previous_token_score(w), induction_score(w, test.tokens)) for w in model_maps]
+
+
+scores = {name: scores_of(model_maps) for name, model_maps in maps.items()}
+scores_before = scores_of(before.attention_maps(test.tokens))
+with attnlab.uniform_attention():
+    (level,) = scores_of(one.model.attention_maps(test.tokens))  # the same for every head
+
+
+def col(value=None):
+    return f"{'':>7}" if value is None else f"{fmt(value, 3):>7}"
+
+
+print(f"{'':17} {'previous-token':^15}   {'induction':^15}")
+print(f"{'':17} {'before':>7} {'end':>7}   {'before':>7} {'end':>7}")
+for name, layers in scores.items():
+    for layer, (prev, ind) in enumerate(layers):
+        for head in range(len(prev)):
+            old = scores_before[layer] if name == "2 layers" else (None, None)
+            print(f"{name + f', L{layer + 1} h{head}':17} "
+                  f"{col(old[0] if old[0] is None else old[0][head])} {col(prev[head])}   "
+                  f"{col(old[1] if old[1] is None else old[1][head])} {col(ind[head])}")
+print(f"{'uniform attention':17} {col()} {col(level[0][0])}   {col()} {col(level[1][0])}")
+best = {layer + 1: ind.max() for layer, (_, ind) in enumerate(scores["2 layers"])}
+print(f"\nbest induction score of the two-layer model: layer 1 {fmt(best[1], 3)}, "
+      f"layer 2 {fmt(best[2], 3)} (at least 0.5 wanted in layer 2)")
+
+# %% tags=["remove-cell"]
+(prev_1, ind_1), (prev_2, ind_2) = scores["2 layers"]
+(prev_1_before, _), (_, ind_2_before) = scores_before
+(prev_one, ind_one), = scores["1 layer"]
+prev_head, ind_head = int(prev_1.argmax()), int(ind_2.argmax())
+assert best[2] >= 0.5, "done when: the best layer-2 induction score is at least 0.5"
+assert torch.allclose(ind_2, probes.induction_score(maps["2 layers"][1], test.tokens))
+assert 0.665 <= prev_1[prev_head] < 0.675 and prev_1[prev_head] > 5 * level[0][0]
+assert (ind_2 > 8 * level[1][0]).all() and (0.605 <= ind_2).all() and (ind_2 < 0.615).all()
+assert prev_1_before.max() < 0.15 and ind_2_before.max() < 0.15
+assert prev_one.max() < 0.1 and ind_one.max() < 0.15 and max(prev_2.max(), ind_1.max()) < 0.1
+assert 0.115 < level[0][0] < 0.125 and 0.065 < level[1][0] < 0.075
+
+# %%
+guess_layer = ex09.induction_layer(guess_layer, max(best, key=best.get))
+
+# %% [markdown]
+# One head of layer 1 reads the previous token with 0.67 of its weight, more than five times
+# the uniform level; both heads of layer 2 are induction heads, reading the token after the
+# previous occurrence with 0.61 of their weight, more than eight times uniform. Before the drop
+# none of them did (no score above 0.15): the drop is the moment these heads form. The
+# one-layer model has neither.
+#
+# Here are the two kinds of head on one test sequence (the first copy's positions in red).
+
+# %% tags=["hide-input"]
+prev_head = int(scores["2 layers"][0][0].argmax())  # layer 1's previous-token head
+ind_head = int(scores["2 layers"][1][1].argmax())  # layer 2's best induction head
+i = int((test.size >= 10).nonzero()[0])  # a test sequence with a long repeat
+labels = [str(t) for t in test.tokens[i].tolist()]
+first_copy = list(range(int(test.start[i]), int(test.start[i] + test.size[i])))
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.8))
+for ax, (layer, head, what) in zip(axes, ((0, prev_head, "previous token"),
+                                          (1, ind_head, "induction"))):
+    attention_heatmap(maps["2 layers"][layer][i, head], labels, labels, ax=ax,
+                      highlight=first_copy, title=f"layer {layer + 1}, head {head}: {what}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Left, the previous-token head: a bright line just below the diagonal, each query on the
+# token before it, until the line fades in the last rows. Right, the induction head: in
+# the second copy, each query reads a key in the first copy, one place after the earlier
+# occurrence of its own token: a stripe parallel to the diagonal, the segment's length minus
+# one to its left. Before the repeat it has nothing to copy and rests on the first token.
+#
+# Why does the previous-token line fade? Over all 500 test sequences, split by the query's
+# position:
+
+# %%
+on_previous = maps["2 layers"][0][:, prev_head].diagonal(offset=-1, dim1=-2, dim2=-1)  # (500, 23)
+last_first = LENGTH - REPEAT[0] - 1  # a first copy ends at position 17 at the latest
+print(f"weight on t - 1, queries 1 to {last_first}: {fmt(on_previous[:, :last_first].mean(), 2)}"
+      f"; queries {last_first + 1} to {LENGTH - 1}: {fmt(on_previous[:, last_first:].mean(), 2)}")
+
+# %% tags=["remove-cell"]
+assert on_previous[:, :last_first].mean() > 0.8 > 0.3 > on_previous[:, last_first:].mean()
+
+# %% [markdown]
+# The induction head looks up what the previous-token head wrote at positions of the first
+# copy, and a first copy never reaches past position 17 (a 6-token segment at the latest
+# start). Past it, the previous-token head's work would never be read, and the model did not
+# learn to do it: a head does what the loss asks of it, where it asks.
+
+# %% [markdown]
+# ## 7 · Ablations: which heads does the copying need?
+#
+# Take one head's job away at a time and measure the loss on repeated tokens again. Two ways:
+# `attnlab.uniform_attention(layer.attn, heads=[h])` keeps the head but makes it look at every
+# earlier token alike; `probes.zero_heads(layer.attn, [h])` removes its output altogether.
+
+# %%
+model = two.model
+ablations = {}  # what is ablated -> (loss with uniform weights, loss with the output zeroed)
+for layer, heads in ((0, [0]), (0, [1]), (1, [0]), (1, [1]), (1, [0, 1])):
+    attn = model.layers[layer].attn
+    with attnlab.uniform_attention(attn, heads=heads):
+        uniform_loss = evaluate(model, test)["repeated"]
+    with probes.zero_heads(attn, heads):
+        zeroed_loss = evaluate(model, test)["repeated"]
+    ablations[f"layer {layer + 1}, head {' and '.join(map(str, heads))}"] = (uniform_loss,
+                                                                          zeroed_loss)
+print(f"{'ablated':22} {'uniform':>8} {'zeroed':>8}   (loss on repeated tokens, nats)")
+print(f"{'nothing':22} {fmt(results['2 layers']['repeated'], 2):>8}")
+for name, (uniform_loss, zeroed_loss) in ablations.items():
+    print(f"{name:22} {fmt(uniform_loss, 2):>8} {fmt(zeroed_loss, 2):>8}")
+
+# %% tags=["remove-cell"]
+intact = results["2 layers"]["repeated"]
+assert min(ablations[f"layer 1, head {prev_head}"]) > 2.5, "no previous-token head: no copying"
+assert max(ablations[f"layer 1, head {1 - prev_head}"]) < intact, "the other one: harmless"
+assert all(1.65 < v < 2.0 for h in range(2) for v in ablations[f"layer 2, head {h}"])
+assert min(ablations["layer 2, head 0 and 1"]) > 3.0
+
+# %% [markdown]
+# Without the previous-token head the copying is gone, either way: the loss on repeated tokens
+# is near 3 nats, as bad as the one-layer model's, although both induction heads are still
+# there. They find the token to copy through what it wrote. The other head of layer 1 can go,
+# and the loss even falls a little: that head does nothing the copying needs, and a heatmap of
+# it would have told a story about nothing. Each induction head alone carries part of the job:
+# without one of them the loss is between 1.7 and 2.0 nats; without both it is above 3.
+
+# %% [markdown]
+# ## 8 · Explore: a shorter repeat
+#
+# Is a shorter repeat harder to learn? Train the two-layer model again by the same recipe, on
+# segments of 3 to 6 tokens: `train_induction(n_layers=2, repeat=(3, 6))`. Measure its loss on
+# the repeated tokens of `short_test`, 500 test sequences with such repeats (`evaluate`), and
+# put it into `short_loss`. The cell after the check compares it with the model above.
+#
+# <details><summary>Hint 1</summary>
+#
+# Two lines: one trains the new model, one measures it on `short_test`.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `train_induction(...)` returns the run; its `.model` goes into `evaluate(model, short_test)`,
+# which returns a dict with the loss on the repeated tokens and on the random ones.
+# </details>
+
+# %%
+short_test = repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))  # (500, 24)
+short_loss = ...  # the loss on the repeated tokens of short_test, in nats
+### BEGIN SOLUTION
+short_model = train_induction(n_layers=2, repeat=(3, 6)).model
+short_loss = evaluate(short_model, short_test)["repeated"]
+### END SOLUTION
+short_loss = ex09.shorter_repeat(short_loss)
+
+# %%
+short = train_induction(n_layers=2, repeat=(3, 6))
+on_short = {f"trained on repeats of {REPEAT[0]}-{REPEAT[1]}": evaluate(two.model, short_test),
+            "trained on repeats of 3-6": evaluate(short.model, short_test)}
+for name, r in on_short.items():
+    print(f"{name:28} loss on the repeated tokens of short_test: {fmt(r['repeated'], 2)}")
+print("drop of the model trained on repeats of 3-6:", drop_step(short, level=2.75))
+print(f"repeated tokens per sequence: {fmt(short_test.repeated.sum(1).double().mean(), 2)} with "
+      f"repeats of 3-6, {fmt(repeated.sum(1).double().mean(), 2)} with repeats of "
+      f"{REPEAT[0]}-{REPEAT[1]}")
+
+# %% tags=["remove-cell"]
+long_on_short, short_on_short = (r["repeated"] for r in on_short.values())
+assert drop_step(short, level=2.75) is None and short_on_short > 2.5
+assert (fmt(long_on_short, 2), fmt(short_on_short, 2)) == ("1.76", "2.77")
+
+# %% [markdown]
+# Trained on repeats of 3 to 6 tokens, the model never makes the drop in 500 steps, and its
+# loss on their repeated tokens stays above 2.5 nats. A short segment holds few tokens to copy,
+# so the copying circuit has less to gain, and it does not form in this time. Yet the model
+# trained on longer repeats copies the short ones far better, though it never saw a repeat
+# shorter than 6: what it learned is a procedure ("find the last occurrence, copy what
+# followed"), not the repeats it was shown. (Another question to try: does `n_layers=3` form
+# the heads sooner?)
+
+# %% [markdown]
+# ## What we learned
+#
+# - A two-layer model made of attention only learns to copy from its context, abruptly: after
+#   a plateau its loss on repeated tokens falls from 2.75 to 1.0 nats within about a hundred
+#   steps, and ends at 0.62 on new sequences. A one-layer model, trained the same way, ends at
+#   2.71: it only bets on the tokens it has seen. With the distance between the copies fixed,
+#   one layer copies too (0.69), by position alone; that is why the task varies it.
+# - The model needs its attention (uniform weights: above 3 nats), and the drop is when its
+#   heads form: a previous-token head in layer 1 (0.67 of its weight on t − 1) and two
+#   induction heads in layer 2 (0.61 on the token after the previous occurrence), against
+#   uniform levels of 0.12 and 0.07.
+# - Ablations show the circuit: without the previous-token head the induction heads are lost
+#   (near 3 nats); without one induction head the loss is 1.7 to 2.0; the other layer-1 head
+#   can be removed for free.
+# - Copying has a price where it is wrong: the random token right after a repeat costs 4.44
+#   nats at the end against 3.68 before the drop.
+# - What the model learned is a procedure: trained on repeats of 6 to 12 tokens, it copies
+#   repeats of 3 to 6 (1.76) better than a model trained on those (2.77).
