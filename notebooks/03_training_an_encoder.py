@@ -434,22 +434,24 @@ zero_column = ex03.zero_column(my_zero_column)
 # with the key axis, and multiply. No renormalising.
 # </details>
 #
-# The edit goes inside attention, between the softmax and the values, so the next cell runs
-# the block with it (`edited_logits`; it is your `my_encode` with one line added).
+# The edit goes inside attention, between the softmax and the values: `edited_logits` below runs
+# the model with it.
 
 # %% slideshow={"slide_type": "skip"}
 def edited_logits(model, x, edit):
-    """The class scores (B, 2) with `edit` applied to the weights between softmax and values."""
-    block = model.blocks[0]
-    attn = block.attn
-    h = model.embed(x)  # (B, T, d)
-    q, k, v = attn.project(h)  # (B, H, T, D) each
-    _, w = attnlab.scaled_dot_product_attention(q, k, v, (x != vocab.PAD)[:, None, None, :])
-    a = attn.out(attnlab.attention.merge_heads(edit(w) @ v))  # (B, T, d)   the edited weights
-    h = block.norm1(h + a)  # x = LayerNorm(x + MHA(x))
-    h = block.norm2(h + block.ff(h))  # x = LayerNorm(x + FFN(x))
-    real = (x != vocab.PAD).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
-    return model.head((h * real).sum(1) / real.sum(1))  # (B, 2)
+    """model(x) with `edit` applied to the block's attention weights between the softmax and the
+    values: a forward hook recomputes the attention's output from the edited weights."""
+    def with_edit(attn, inputs, output):
+        h, (_, weights) = inputs[0], output  # the block's input (B, T, d), weights (B, H, T, T)
+        _, _, v = attn.project(h)  # (B, H, T, D)
+        edited = edit(weights)  # (B, H, T, T)
+        return attn.out(attnlab.attention.merge_heads(edited @ v)), edited
+
+    hook = model.blocks[0].attn.register_forward_hook(with_edit)
+    try:
+        return model(x)  # (B, 2)
+    finally:
+        hook.remove()
 
 
 # %% [markdown]

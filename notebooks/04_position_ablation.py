@@ -468,14 +468,12 @@ plt.show()
 # %%
 reach_rescaled = ...  # the first epoch (1, 2, ...) with a test accuracy of at least 0.9
 ### BEGIN SOLUTION
-train, test = task_reviews("contrast", seed=0)
-model = initial_model(len(vocab), "learned", seed=0)
-with torch.no_grad():
-    model.embed.pos.table.mul_(d ** -0.5 / LEARNED_POSITION_STD)  # std 0.02 -> d^-1/2
-x_train, y_train, _ = train.tensors(vocab)
-x_test, y_test, _ = test.tensors(vocab)
-history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=6, seed=0)
-reach_rescaled = first_epoch_at(history)
+reviews = task_reviews("contrast", seed=0)  # (train, test)
+net = initial_model(len(vocab), "learned", seed=0)
+net.embed.pos.table.data *= d ** -0.5 / LEARNED_POSITION_STD  # std 0.02 -> d^-1/2
+(x_tr, y_tr, _), (x_te, y_te, _) = (part.tensors(vocab) for part in reviews)
+curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, epochs=6, seed=0)
+reach_rescaled = first_epoch_at(curve)
 ### END SOLUTION
 reach_rescaled = ex04.rescaled_reach(reach_rescaled)
 
@@ -489,9 +487,10 @@ reach_rescaled = ex04.rescaled_reach(reach_rescaled)
 #
 # <details><summary>Hint 2</summary>
 #
-# Build the model with `initial_model(len(vocab), "learned", seed=0)`, scale the table under
-# `torch.no_grad()`, train it with `fit_classifier` on `task_reviews("contrast", seed=0)` with
-# `seed=0`, and read the returned history with `first_epoch_at`. The epochs count from 1.
+# Build the untrained model as `train_classifier` would for the contrast task with seed 0, scale
+# its position table in place (without recording gradients), train it for a few epochs on the
+# same reviews with the same seed, and find the first epoch at 0.9 in the history it returns.
+# The epochs count from 1.
 # </details>
 #
 # Compare your epoch with those of the learned and the sinusoidal runs printed above: how much

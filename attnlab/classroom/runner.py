@@ -29,13 +29,26 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
 
 
 def _load(ipynb: Path):
-    """The notebook to execute: the .py source when it is newer (or the .ipynb is missing)."""
+    """The notebook to execute: the .py source when it is newer (or the .ipynb is missing).
+
+    A cell read from the .py keeps the id of the stored cell with the same type and source, so
+    re-recording a notebook does not renumber cells an edit did not touch (the student edition
+    and its comparison refer to cells by id)."""
     py = ipynb.with_suffix(".py")
     if py.exists() and (not ipynb.exists() or py.stat().st_mtime > ipynb.stat().st_mtime):
         nb = jupytext.read(py)
-        if ipynb.exists():  # keep the pairing metadata of the existing notebook
+        if ipynb.exists():  # keep the pairing metadata and the ids of the existing notebook
             old = jupytext.read(ipynb)
             nb.metadata = {**old.metadata, **nb.metadata}
+            ids = {}
+            for cell in old.cells:
+                ids.setdefault((cell.cell_type, cell.source), cell.id)
+            taken = set()
+            for cell in nb.cells:
+                known = ids.get((cell.cell_type, cell.source))
+                if known is not None and known not in taken:
+                    cell.id = known
+                taken.add(cell.id)
     else:
         nb = jupytext.read(ipynb)
     nb.metadata.setdefault("kernelspec", KERNELSPEC)
@@ -93,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         if error is None:
             executed[ipynb] = nb
             if args.inplace:
+                for cell in nb.cells:  # nbclient's timestamps would change on every recording
+                    cell.metadata.pop("execution", None)
                 nbformat.write(nb, ipynb)
         rows.append((ipynb.name, error, seconds))
 
