@@ -46,15 +46,43 @@ def check_images(images) -> np.ndarray:
     return images
 
 
+def _bilinear_weights(n_in: int, n_out: int) -> torch.Tensor:
+    """(n_out, n_in) float64 matrix of the bilinear resize with half-pixel centres (Keras, TF and
+    `F.interpolate(align_corners=False)` upsample this way), in whole units of 1/(2 n_out).
+
+    Output pixel d reads input position src = (n_in (2d + 1) - n_out) / (2 n_out), clamped to
+    [0, n_in - 1], from its two neighbours. Kept as integers so that resizing integer images is
+    exact arithmetic (see `preprocess`)."""
+    denominator = 2 * n_out
+    numerator = (n_in * (2 * torch.arange(n_out, dtype=torch.int64) + 1) - n_out).clamp(min=0)
+    low = (numerator // denominator).clamp(max=n_in - 1)             # (n_out,) left neighbour
+    frac = torch.where(numerator // denominator >= n_in - 1, 0, numerator % denominator)
+    high = (low + 1).clamp(max=n_in - 1)                               # (n_out,) right neighbour
+    rows = torch.arange(n_out)
+    weights = torch.zeros(n_out, n_in, dtype=torch.float64)            # (n_out, n_in)
+    weights.index_put_((rows, low), (denominator - frac).double(), accumulate=True)
+    weights.index_put_((rows, high), frac.double(), accumulate=True)
+    return weights
+
+
 def preprocess(images, size: int = INPUT_SIZE) -> torch.Tensor:
     """uint8 grey (N, H, W) -> float32 (N, 3, size, size) the way MobileNetV2 was trained on:
     bilinear resize (half-pixel centres, as Keras/TF resize), grey copied to R, G and B, and
-    `preprocess_input` scaling of [0, 255] to [-1, 1]."""
+    `preprocess_input` scaling of [0, 255] to [-1, 1].
+
+    The resize is done as whole-number arithmetic in float64 (integer weights times integer grey
+    levels: every sum is exact, whatever order a CPU adds in), then one division: the result is
+    the same bits on every CPU, which `F.interpolate` in float32 is not (its vectorised and
+    scalar kernels round differently). A model trained on these embeddings would otherwise see
+    other inputs on another CPU, and training amplifies a last-bit difference into another model.
+    """
     images, size = check_images(images), check_int("size", size, minimum=1)
-    x = torch.from_numpy(images).float()[:, None]                                  # (N, 1, H, W)
-    x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)  # (N, 1, S, S)
-    x = x / 127.5 - 1.0                                 # preprocess_input: x / 127.5 - 1
-    return x.expand(-1, 3, -1, -1)                      # (N, 3, S, S) grey → RGB (a view)
+    x = torch.from_numpy(images).double()                                          # (N, H, W)
+    rows = _bilinear_weights(images.shape[1], size)                               # (S, H)
+    cols = _bilinear_weights(images.shape[2], size)                               # (S, W)
+    x = rows @ x @ cols.T                         # (N, S, S) whole numbers: (2S)² × grey level
+    x = x / (4 * size * size * 127.5) - 1.0       # preprocess_input: grey / 127.5 - 1
+    return x.float()[:, None].expand(-1, 3, -1, -1)                                # (N, 3, S, S)
 
 
 def mobilenet_v2(alpha: float = 0.35):
@@ -186,7 +214,12 @@ def _forward(steps, x: torch.Tensor) -> torch.Tensor:
             x = h.add_(x) if step["residual"] else h
         else:
             x = _conv(x, step)
-    return x.mean(dim=(2, 3))                   # (B, 1280) global average pooling
+    # global average pooling, summed position by position in one fixed order: a reduction kernel
+    # adds in an order that depends on the CPU's vector width, and so would the last bits
+    total = x[:, :, 0, 0]
+    for i, j in [(i, j) for i in range(x.shape[2]) for j in range(x.shape[3])][1:]:
+        total = total + x[:, :, i, j]           # (B, 1280)
+    return total / (x.shape[2] * x.shape[3])    # (B, 1280)
 
 
 def embed_images(images, alpha: float = 0.35, batch_size: int = 32) -> np.ndarray:
@@ -196,6 +229,13 @@ def embed_images(images, alpha: float = 0.35, batch_size: int = 32) -> np.ndarra
     `preprocess_input` does; the Keras model's weights then run with BatchNorm folded, ReLU6 in
     place, channels-last tensors and no autograd (torch.inference_mode), 32 images at a time
     (larger batches measured slower: their activations no longer fit in the CPU's cache).
+
+    The result is the same bits with ATen's portable kernels (ATEN_CPU_CAPABILITY=default) and
+    with oneDNN's AVX2 kernels as with AVX-512 (measured; tests/test_retrieval.py), for a given
+    number of torch threads (the notebooks use one): the resize and the pooling are written so
+    that no kernel's summation order enters them. A model trained on the embeddings then comes
+    out the same on those CPUs; a last-bit difference in its inputs would not (Adam's first
+    steps turn it into a different model).
     """
     images = check_images(images)
     steps = _folded(_check_alpha(alpha))
