@@ -266,21 +266,31 @@ def zero_heads(module: MultiHeadAttention, heads: Sequence[int]) -> Iterator[Non
 
 @torch.no_grad()
 def target_roles(weights: torch.Tensor, target: torch.Tensor) -> dict:
-    """Is one known token (the odd image of a set) what the others attend to, or what attends
-    to itself? Two scores per head, each against uniform attention.
+    """Is one known token (the odd image of a set) what the others attend to, or what keeps its
+    attention to itself? Scores per head, each against uniform attention.
 
-    weights (B, H, T, T) without padding, target (B,) the token's index. Returns per head (H,):
+    weights (B, H, T, T) self-attention without padding, target (B,) the token's index.
+    Returns per head (H,):
     `from_others`: the mean weight the other T - 1 queries give the target (its column without
     its own entry), times T: 1.0 is what uniform attention gives, 2.0 twice that;
-    `on_itself`: the target's weight on itself (its row's diagonal entry), times T.
+    `hit_rate`: how often the target is the key that receives the most from the other queries
+    (each key's column without its own entry), against `base_rate` = 1 / T, a random key's;
+    `on_itself`: the target's weight on itself (its row's diagonal entry), times T;
+    `others_on_themselves`: the same for the other tokens, averaged, times T.
     """
     check_tensor("weights", weights, min_dim=4)
     B, H, T, S = weights.shape[-4:]
-    if T != S or target.shape != (B,):
-        raise ValueError(f"weights must be (B, H, T, T) self-attention and target (B,) = ({B},), "
-                         f"got {tuple(weights.shape)} and {tuple(target.shape)}")
+    if weights.dim() != 4 or T != S or T < 2 or target.shape != (B,):
+        raise ValueError(f"weights must be (B, H, T, T) self-attention over T >= 2 tokens and "
+                         f"target (B,), got {tuple(weights.shape)} and {tuple(target.shape)}")
     rows = torch.arange(B, device=weights.device)
-    column = weights[rows, :, :, target]                 # (B, H, T) what each query gives it
-    own = weights[rows, :, target, target]               # (B, H) what it gives itself
-    from_others = (column.sum(-1) - own) / (T - 1)       # (B, H) mean over the other queries
-    return {"from_others": (from_others * T).mean(0), "on_itself": (own * T).mean(0)}
+    own = weights.diagonal(dim1=-2, dim2=-1)                       # (B, H, T) w[i, i]
+    received = (weights.sum(-2) - own) / (T - 1)                   # (B, H, T) from the others
+    is_target = torch.zeros(B, T, dtype=torch.bool, device=weights.device)
+    is_target[rows, target] = True
+    others_own = (own * ~is_target[:, None]).sum(-1) / (T - 1)     # (B, H)
+    hits = (received.argmax(-1) == target[:, None]).to(weights.dtype)  # (B, H)
+    return {"from_others": (received[rows, :, target] * T).mean(0),
+            "hit_rate": hits.mean(0), "base_rate": 1.0 / T,
+            "on_itself": (own[rows, :, target] * T).mean(0),
+            "others_on_themselves": (others_own * T).mean(0)}

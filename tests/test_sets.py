@@ -1,0 +1,159 @@
+"""attnlab.sets (the odd-one-out task of notebook 05) and attnlab.probes.target_roles.
+
+Synthetic features only (no MobileNetV2): ten well-separated clusters stand in for the
+embeddings, so every claim here is about the task and the model, not about the network."""
+import numpy as np
+import pytest
+import torch
+
+import attnlab
+from attnlab import sets
+from attnlab.probes import target_roles
+
+
+def clusters(n_per_class=40, dim=16, seed=0):
+    """(features (N, dim) float32, labels (N,)): ten classes around orthogonal centres, 8 noise
+    standard deviations apart."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(10 * n_per_class) % 10
+    features = 8 * torch.eye(10, dim)[labels] + torch.randn(len(labels), dim, generator=g)
+    return features.numpy(), labels.numpy()
+
+
+# --- the sets -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("set_size", [2, 3, 10])
+def test_each_set_is_one_class_and_one_other(set_size):
+    _, labels = clusters()
+    members, odd = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
+    assert members.shape == (300, set_size) and odd.shape == (300,)
+    assert members.dtype == odd.dtype == torch.int64
+    rows = torch.arange(300)
+    set_labels = torch.from_numpy(labels)[members]                            # (300, S)
+    odd_label = set_labels[rows, odd]
+    rest = set_labels[(odd[:, None] != torch.arange(set_size)).nonzero(as_tuple=True)]
+    rest = rest.view(300, set_size - 1)
+    assert (rest == rest[:, :1]).all() and (rest[:, 0] != odd_label).all()
+    assert all(len(set(row.tolist())) == set_size for row in members)      # no image twice
+    assert len(set(odd.tolist())) == set_size, "the odd image goes to every position"
+    again = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
+    assert torch.equal(again[0], members) and torch.equal(again[1], odd)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"labels": np.zeros(5)}, TypeError, "integer classes"),
+    ({"labels": np.zeros((2, 3), int)}, TypeError, "1-D array"),
+    ({"n_sets": 0}, ValueError, "n_sets must be an int >= 1, got 0"),
+    ({"set_size": 1}, ValueError, "set_size must be an int >= 2, got 1"),
+    ({"set_size": 42}, ValueError, "needs a class with at least 41 images"),
+    ({"labels": np.zeros(20, int)}, ValueError, "and a second class"),
+    ({"seed": -1}, ValueError, "seed must be an int >= 0, got -1"),
+])
+def test_odd_one_out_rejects_bad_arguments(kwargs, error, message):
+    args = {"labels": clusters()[1], "n_sets": 5, **kwargs}
+    with pytest.raises(error, match=message):
+        sets.odd_one_out(**args)
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+SMALL = {"seed": 0, "d_model": 16, "d_ff": 32, "lr": 3e-3}  # enough for the clusters
+
+@pytest.fixture(scope="module")
+def trained():
+    """A model trained on 10,000 sets of the clusters, and 500 test sets of other images."""
+    features, labels = clusters(n_per_class=60)
+    members, odd = sets.odd_one_out(labels[:400], 10000, seed=1)
+    model = sets.train_odd_one_out(features[:400], members, odd, **SMALL)
+    test = sets.odd_one_out(labels[400:], 500, seed=2)
+    return model, features[400:], test
+
+
+def test_the_model_finds_the_odd_one_and_trains_the_same_twice(trained):
+    model, features, (members, odd) = trained
+    assert not model.training and model.score.weight.dtype == torch.float64
+    accuracy = (sets.predict(model, features, members) == odd).double().mean().item()
+    assert accuracy > 0.95
+    _, labels = clusters(n_per_class=60)
+    m, o = sets.odd_one_out(labels[:400], 10000, seed=1)
+    again = sets.train_odd_one_out(clusters(n_per_class=60)[0][:400], m, o, **SMALL)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))
+
+
+def test_permuting_a_set_permutes_its_scores_and_size_is_free(trained):
+    model, features, (members, _) = trained
+    x = torch.from_numpy(features).double()[members]                  # (500, 10, 16)
+    order = torch.tensor([3, 0, 9, 1, 2, 8, 7, 4, 6, 5])
+    with torch.no_grad():
+        scores = model(x)
+        torch.testing.assert_close(model(x[:, order]), scores[:, order], atol=1e-12, rtol=0)
+        assert model(x[:, :4]).shape == (500, 4) and model(x[:, :1]).shape == (500, 1)
+
+
+def test_score_sets_is_forward_on_the_gathered_sets(trained):
+    model, features, (members, _) = trained
+    x = torch.from_numpy(features).double()
+    with torch.no_grad():
+        torch.testing.assert_close(model.score_sets(x, members), model(x[members]),
+                                   atol=1e-12, rtol=0)
+
+
+def test_uniform_attention_gives_every_image_the_set_mean(trained):
+    model, features, (members, _) = trained
+    x = torch.from_numpy(features).double()[members[:3]]                # (3, 10, 16)
+    (weights,) = model.attention_maps(x)
+    assert weights.shape == (3, 4, 10, 10)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 10, dtype=torch.float64))
+    with attnlab.uniform_attention():
+        (uniform,) = model.attention_maps(x)
+    assert torch.allclose(uniform, torch.full_like(uniform, 0.1))
+
+
+def test_farthest_from_mean_is_the_no_attention_rule():
+    features = np.array([[1, 0], [1, 0.1], [0, 1], [1, -0.1]], np.float32)  # row 2 is the odd one
+    members = torch.tensor([[0, 1, 2, 3], [2, 0, 3, 1]])
+    assert sets.farthest_from_mean(features, members).tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m, f, s: sets.predict(m, f.astype(int), s), TypeError, "float array"),
+    (lambda m, f, s: sets.predict(m, f, s + 1000), ValueError, "must index the 200 rows"),
+    (lambda m, f, s: m(torch.zeros(2, 3, 7, dtype=torch.float64)), ValueError, "(B, S, 16)"),
+    (lambda m, f, s: sets.train_odd_one_out(f, s, torch.zeros(3, dtype=torch.long)),
+     ValueError, "odd \\(N,\\)"),
+    (lambda m, f, s: sets.train_odd_one_out(f, s, s[:, 0], epoch=2), TypeError, "epoch"),
+])
+def test_sets_reject_bad_arguments(trained, call, error, message):
+    model, features, (members, _) = trained
+    with pytest.raises(error, match=message):
+        call(model, features, members)
+
+
+# --- target_roles -------------------------------------------------------------------------------
+
+def test_target_roles_on_weights_made_by_hand():
+    weights = torch.zeros(2, 1, 3, 3)          # every query reads key 1
+    weights[:, 0, :, 1] = 1.0
+    roles = target_roles(weights, torch.tensor([1, 0]))
+    # set 0: key 1 gets all of the two others' weight (3 × 1) and keeps all of its own (3 × 1);
+    # set 1: key 0 gets nothing and keeps nothing; the other keys' own entries: 0, 0 | 1, 0
+    assert roles["from_others"].tolist() == [1.5] and roles["on_itself"].tolist() == [1.5]
+    assert roles["hit_rate"].tolist() == [0.5] and roles["base_rate"] == pytest.approx(1 / 3)
+    assert roles["others_on_themselves"].tolist() == [0.75]
+
+
+def test_target_roles_of_uniform_weights_are_one():
+    roles = target_roles(torch.full((4, 2, 5, 5), 0.2, dtype=torch.float64),
+                         torch.tensor([0, 4, 2, 1]))
+    for name in ("from_others", "on_itself", "others_on_themselves"):
+        torch.testing.assert_close(roles[name], torch.ones(2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("weights, target", [
+    (torch.zeros(2, 1, 3, 4), torch.tensor([0, 1])),      # not square
+    (torch.zeros(2, 1, 3, 3), torch.tensor([0, 1, 2])),   # one target per set
+    (torch.zeros(2, 1, 1, 1), torch.tensor([0, 0])),      # a set of one has no others
+])
+def test_target_roles_rejects_bad_shapes(weights, target):
+    with pytest.raises(ValueError, match="weights must be"):
+        target_roles(weights, target)
