@@ -1,48 +1,13 @@
 """Notebook 05's exercises: the right answers and the typical mistakes, one case per ✗ message.
 (Hostile answers, for every check at once: tests/test_exercises.py.) Synthetic tensors only: no
 MobileNetV2, no Fashion-MNIST."""
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from exercise_doubles import expect
 
 import attnlab
-from attnlab import retrieval
 from attnlab.exercises import ex05
-
-
-def test_five_neighbours(capsys):
-    measured = (0.739, 0.945)
-    expect(capsys, ex05.five_neighbours, [[0.72, 0.92], np.array([0.75, 0.95])], "✓",
-           "; measured 0.739, 0.945. precision@5 also counts", measured)
-    # "five results: more chances" for both; both equal to top-1
-    expect(capsys, ex05.five_neighbours, [[0.8, 0.8], [0.77, 0.77]], "✗",
-           "more than 0.05 apart). Hint: precision@5 also counts", measured)
-
-
-# --- implement hit@k ---------------------------------------------------------------------------
-
-def hits(query_labels, neighbour_labels):  # (N, k) bool
-    return neighbour_labels == query_labels[:, None]
-
-
-@pytest.mark.parametrize("answers, mark, words", [
-    ([lambda q, n: hits(q, n).any(dim=1).float().mean(), retrieval.hit_at_k,
-      lambda q, n: hits(q, n).any(dim=1).double().mean(),  # float64 is fine too
-      lambda q, n: float(hits(q, n).any(dim=1).float().mean())],  # and a Python float
-     "✓", "hit@k: matches attnlab's version on 3 random inputs."),
-    ([lambda q, n: hits(q, n).float().mean(),  # precision@k: counts all k results
-      lambda q, n: hits(q, n)[:, 0].float().mean(),  # top-1 only
-      lambda q, n: hits(q, n).all(dim=1).float().mean(),  # all k right
-      lambda q, n: hits(q, n).any(dim=1).float().sum()],  # a count, not a share
-     "✗", "differs from the reference"),
-    ([lambda q, n: hits(q, n).any(dim=1).mean()], "✗", "raised RuntimeError"),  # a bool mean
-    ([lambda q, n: hits(q, n).any(dim=1).float()], "✗", "has shape (40,), expected ()"),
-])
-def test_hit_at_k(capsys, answers, mark, words):
-    expect(capsys, ex05.hit_at_k, answers, mark, words)
-
 
 # --- implement soft k-NN as attention ----------------------------------------------------------
 
@@ -85,12 +50,55 @@ def test_soft_knn(capsys, answers, mark, words):
     expect(capsys, ex05.soft_knn, answers, mark, words)
 
 
-def test_beat_one_nn(capsys):
-    data = ex05.beat_one_nn.exercise.args()  # ten noisy clusters, 30% of the labels flipped
-    got = expect(capsys, ex05.beat_one_nn, [0.3, torch.tensor(0.3)], "✓",
-                 "at τ = 0.3 the soft vote is right on 35 of 50 queries, 1-NN on 25", *data)
-    assert got[0] == 0.3
-    # the 1-NN limit (the same answers, not more), nearly uniform (the most common class), τ ≤ 0
-    for got in expect(capsys, ex05.beat_one_nn, [0.001, 10, 0, -0.3], "✗",
-                      "does not satisfy it yet", *data):
-        assert got in ex05.TAUS
+# --- predict the accuracy under uniform attention ----------------------------------------------
+
+def test_uniform_accuracy(capsys):
+    expect(capsys, ex05.uniform_accuracy, [0.8, 0.75], "✓",
+           "measured 0.805. Uniform weights are not 'no attention'", 0.805)
+    expect(capsys, ex05.uniform_accuracy, [0.1, 0.5], "✗",  # chance, as in notebook 03; a coin
+           "more than 0.1 apart). Hint: Uniform weights are not", 0.805)
+
+
+# --- implement the odd image's column and row ---------------------------------------------------
+
+def roles(weights, odd, *, read="column", with_self=False, times=True, own_entry=True):
+    B, H, T, _ = weights.shape
+    rows = torch.arange(B)
+    line = weights[rows, :, :, odd] if read == "column" else weights[rows, :, odd, :]  # (B, H, T)
+    own = weights[rows, :, odd, odd]                                                   # (B, H)
+    received = line.mean(-1) if with_self else (line.sum(-1) - own) / (T - 1)
+    itself = own if own_entry else weights[rows, :, odd, :].mean(-1)
+    scale = T if times else 1
+    return (received * scale).mean(0), (itself * scale).mean(0)
+
+
+@pytest.mark.parametrize("answers, mark, words", [
+    ([roles, lambda w, o: (attnlab.probes.target_roles(w, o)["from_others"],
+                           attnlab.probes.target_roles(w, o)["on_itself"])],
+     "✓", "your two scores are attnlab's, per head, on random weights."),
+    ([lambda w, o: roles(w, o, read="row")], "✗", "reads the odd image's row"),
+    ([lambda w, o: roles(w, o, with_self=True)], "✗", "includes the odd image's weight on itself"),
+    ([lambda w, o: roles(w, o, times=False)], "✗", "are not times T"),
+    ([lambda w, o: roles(w, o, own_entry=False)], "✗", "the mean of the odd image's row"),
+    ([lambda w, o: tuple(r.mean() for r in roles(w, o))], "✗", "has shape (), expected (3,)"),
+    ([lambda w, o: roles(w, o)[0]], "✗", "tuple of 2 tensors"),
+])
+def test_target_roles(capsys, answers, mark, words):
+    expect(capsys, ex05.target_roles, answers, mark, words)
+
+
+# --- explore: the smallest set --------------------------------------------------------------------
+
+def test_smallest_set(capsys):
+    data = ex05.smallest_set.exercise.args()  # a mean-based stand-in model on clear clusters
+    found = ex05._accuracies(*data)
+    assert found[2] < 0.6 < 0.8 < found[3] and min(found.values()) == found[2]
+    got = expect(capsys, ex05.smallest_set, [3, 3.0, torch.tensor(3)], "✓",
+                 "on sets of 3, 0.511 on sets of 2. Without positions", *data)
+    assert got[0] == 3
+    expect(capsys, ex05.smallest_set, [2], "✗", "0.511 on sets of 2: below 80%", *data)
+    expect(capsys, ex05.smallest_set, [5], "✗", "on sets of 5: a smaller set still reaches",
+           *data)
+    for wrong in (2.5, 13, 1):
+        assert expect(capsys, ex05.smallest_set, [wrong], "✗", "is not a set size from 2 to 12",
+                      *data) == [3]

@@ -1,75 +1,41 @@
-"""The exercises of notebook 05 (a pre-trained CNN for retrieval), checked.
+"""The exercises of notebook 05 (a pre-trained CNN, retrieval, attention over a set), checked.
 
-- `five_neighbours` (predict): precision@5 and hit@5 of the MobileNetV2 search, guessed from
-  its top-1 before they are measured;
-- `hit_at_k` (implement): the share of queries with at least one right item among their k
-  results, against `attnlab.retrieval.hit_at_k`;
 - `soft_knn` (implement): soft k-nearest neighbours as attention (cosine scores, one-hot labels
   as values, scale 1/τ), against `attnlab.retrieval.soft_knn`;
-- `beat_one_nn` (explore): a temperature τ at which the soft vote beats the single nearest
-  neighbour.
+- `uniform_accuracy` (predict): the set model's accuracy when every attention weight is
+  uniform, guessed before it is measured;
+- `target_roles` (implement): how much the others attend to the odd image, and how much it
+  attends to itself, per head and against uniform attention, against
+  `attnlab.probes.target_roles`;
+- `smallest_set` (explore): the smallest set on which the model, trained on sets of 10 only,
+  still finds the odd image in 80 % of sets.
 
 Every check prints one line (✓, ✗ or ○) and returns something the next cells can use. The
 implement checks run on small random tensors, not on the network, so they are instant.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from .. import retrieval
+from .. import retrieval, sets
+from ..probes import target_roles as _target_roles
 from ..report import fmt
-from . import Verdict, as_number, check_answer, check_function, check_prediction, exercise
+from . import (
+    Verdict,
+    as_number,
+    check_answer,
+    check_function,
+    check_prediction,
+    exercise,
+    result_problem,
+)
 
 N_CLASSES = len(retrieval.CLASS_NAMES)
-TAUS = (0.01, 0.02, 0.05)  # where the reference answer of `beat_one_nn` is looked for
 
 
-@exercise("predict", args=((0.739, 0.945),))
-def five_neighbours(guess, measured):
-    """Your [precision@5, hit@5] against the measured pair (±0.05 each)."""
-    return check_prediction(
-        guess, measured, name="precision@5 and hit@5", tolerance=0.05,
-        lesson="precision@5 also counts the 2nd to 5th neighbours, which are less similar than "
-               "the first; hit@5 needs only one right item among the five.")
-
-
-def _hit_inputs(seed: int = 5) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(query_labels (N,), neighbour_labels (N, k)) pairs, k = 5, 1 and 3, drawn so that some
-    queries have several right neighbours, some one and some none: precision@k, top-1 and
-    "all k right" all give other numbers than hit@k."""
-    g = torch.Generator().manual_seed(seed)
-    pairs = []
-    for n, k, classes in ((40, 5, 4), (12, 1, 3), (30, 3, 6)):
-        pairs.append((torch.randint(0, classes, (n,), generator=g),
-                      torch.randint(0, classes, (n, k), generator=g)))
-    return pairs
-
-
-def _as_float32_share(fn):
-    """A float tensor or a Python float is a fine answer: compare it as float32."""
-    if not callable(fn):
-        return fn
-
-    def share(*args):
-        out = fn(*args)
-        if isinstance(out, torch.Tensor) and out.is_floating_point():
-            return out.float()
-        if isinstance(out, float):
-            return torch.tensor(out)
-        return out
-    return share
-
-
-@exercise("implement")
-def hit_at_k(fn):
-    """Your `fn(query_labels, neighbour_labels) -> share` against `retrieval.hit_at_k`."""
-    return check_function(
-        _as_float32_share(fn), retrieval.hit_at_k, _hit_inputs(), name="hit@k",
-        hint="compare each row of neighbour_labels with its query's label (query_labels[:, None] "
-             "broadcasts), ask whether *any* entry of the row matches, then average over the "
-             "queries as a float.")
-
+# --- implement: soft k-NN as attention -----------------------------------------------------------
 
 def _soft_knn_reference(queries, database, labels, tau):
     """attnlab's soft k-NN with Fashion-MNIST's ten classes: (probabilities, weights)."""
@@ -101,58 +67,154 @@ def soft_knn(fn):
              "attnlab.scaled_dot_product_attention with scale=1 / tau, and return what it returns.")
 
 
-def _top1(queries, database, database_labels, query_labels, tau) -> int | None:
-    """How many queries the soft vote at `tau` gets right (None if tau is not usable)."""
-    try:
-        probs, _ = retrieval.soft_knn(queries, database, database_labels, tau, n_classes=N_CLASSES)
-    except (TypeError, ValueError):
-        return None
-    return int((probs.argmax(1).numpy() == np.asarray(query_labels)).sum())
+# --- predict: the set model under uniform attention ----------------------------------------------
+
+@exercise("predict", args=(0.8,))
+def uniform_accuracy(guess, measured):
+    """Your guess of the set model's test accuracy under uniform attention (±0.1)."""
+    return check_prediction(
+        guess, measured, name="accuracy with uniform attention", tolerance=0.1,
+        lesson="Uniform weights are not 'no attention': every image still receives the plain "
+               "mean of its set, and the mean of nine images of one kind and one other already "
+               "says which image is unlike the rest. The weights add what the mean misses.")
 
 
-def _clusters(seed: int = 0) -> tuple[np.ndarray, ...]:
-    """(queries, database, database_labels, query_labels) as the notebook passes them, made up:
-    ten classes around orthogonal centres, 30% of the database labels flipped, so that the
-    single nearest neighbour is often a flipped one and a vote over the cluster is not."""
+# --- implement: the odd image's row and column ----------------------------------------------------
+
+def _roles_reference(weights, odd):
+    """(from_others (H,), on_itself (H,)) from `attnlab.probes.target_roles`."""
+    roles = _target_roles(weights, odd)
+    return roles["from_others"], roles["on_itself"]
+
+
+def _roles_inputs(seed: int = 5) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(weights (B, H, T, T), odd (B,)): softmax rows of sharp random scores, so that a row, a
+    column, a mean with the diagonal and a mean without it all differ."""
     g = torch.Generator().manual_seed(seed)
-    centres = 3 * torch.eye(10, 32, dtype=torch.float64)                        # (10, 32)
-    db_y = torch.arange(200) % 10
-    database = centres[db_y] + torch.randn(200, 32, generator=g, dtype=torch.float64)
-    flip = torch.rand(200, generator=g) < 0.3
-    db_y = torch.where(flip, torch.randint(0, 10, (200,), generator=g), db_y)
-    q_y = torch.arange(50) % 10
-    queries = centres[q_y] + torch.randn(50, 32, generator=g, dtype=torch.float64)
-    return queries.numpy(), database.numpy(), db_y.numpy(), q_y.numpy()
+    cases = []
+    for B, H, T in ((6, 3, 5), (4, 2, 8)):
+        scores = 3 * torch.randn(B, H, T, T, generator=g, dtype=torch.float64)
+        cases.append((scores.softmax(-1), torch.randint(0, T, (B,), generator=g)))
+    return cases
 
 
-@exercise("explore", args=_clusters)
-def beat_one_nn(tau, queries, database, database_labels, query_labels):
-    """Your τ must make the soft vote right on more queries than 1-NN is.
+def _roles_mistakes(weights, odd) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The classic wrong answers, as (from_others, on_itself), to name the one a student wrote."""
+    B, H, T, _ = weights.shape
+    rows = torch.arange(B)
+    column, row = weights[rows, :, :, odd], weights[rows, :, odd, :]  # (B, H, T) each
+    own = weights[rows, :, odd, odd]                                   # (B, H)
+    right_from, right_own = (column.sum(-1) - own) / (T - 1) * T, own * T
+    return {
+        "your first result reads the odd image's row (what it gives the others); what the others "
+        "give it is its column, weights[..., :, odd]":
+            (((row.sum(-1) - own) / (T - 1) * T).mean(0), right_own.mean(0)),
+        "your first result includes the odd image's weight on itself: leave its own entry out "
+        "of the column and divide by T - 1":
+            ((column.mean(-1) * T).mean(0), right_own.mean(0)),
+        "your results are not times T: multiply by the set size, so that 1 means uniform":
+            ((right_from / T).mean(0), own.mean(0)),
+        "your second result is the mean of the odd image's row, always 1/T: its weight on "
+        "itself is one entry, weights[b, :, odd[b], odd[b]]":
+            (right_from.mean(0), (row.mean(-1) * T).mean(0)),
+    }
 
-    Returns your τ when it does, else the best of `TAUS` on these data.
-    """
-    query_labels = np.asarray(query_labels)
-    n = len(query_labels)
-    nearest = retrieval.nearest_neighbours(queries, database)[:, 0]             # (N_q,)
-    one_nn = int((np.asarray(database_labels)[nearest] == query_labels).sum())
-    expected = (f"a τ > 0 at which the soft vote is right on more than 1-NN's {one_nn} of {n} "
-                "queries")
 
-    def judge(tau):
-        value, problem = as_number(tau)
+def _roles_problem(got, expected, weights, odd) -> str | None:
+    problem = result_problem(got, expected, atol=1e-9, rtol=1e-7)
+    if problem is None or not isinstance(got, tuple) or len(got) != 2:
+        return problem
+    for mistake, wrong in _roles_mistakes(weights, odd).items():
+        if all(isinstance(g, torch.Tensor) and g.shape == w.shape and g.dtype == w.dtype
+               and torch.allclose(g, w) for g, w in zip(got, wrong)):
+            return mistake
+    return problem
+
+
+@exercise("implement")
+def target_roles(fn):
+    """Your `fn(weights, odd) -> (from_others (H,), on_itself (H,))` against
+    `attnlab.probes.target_roles`, on random weights."""
+    return check_function(
+        fn, _roles_reference, _roles_inputs(), name="the odd image's column and row",
+        compare=lambda got, expected, weights, odd: _roles_problem(got, expected, weights, odd),
+        success="your two scores are attnlab's, per head, on random weights",
+        hint=("weights[b, h, i, j] is what query i gives key j: what the odd image receives is "
+              "in one of its slices, what it gives itself is one entry.",
+              "index the batch with torch.arange(B) and odd together; take the odd image's "
+              "column, remove its own entry, average over the other T - 1 queries, multiply by "
+              "T and average over the sets; its own entry times T is the second score."))
+
+
+# --- explore: which sets the model can handle -----------------------------------------------------
+
+SET_SIZES = range(2, 13)  # the sizes the check measures
+THRESHOLD = 0.8
+
+
+def _accuracies(model: nn.Module, features, labels) -> dict[int, float]:
+    """Accuracy on 1,000 sets of each size in SET_SIZES (seed 3, as the notebook says)."""
+    found = {}
+    for size in SET_SIZES:
+        members, odd = sets.odd_one_out(labels, 1000, set_size=size, seed=3)
+        found[size] = (sets.predict(model, features, members) == odd).double().mean().item()
+    return found
+
+
+class _FarthestFromMean(nn.Module):
+    """A stand-in set model for the tests: the score is minus the cosine to the set's mean."""
+
+    def forward(self, x):
+        return -F.cosine_similarity(x, x.mean(1, keepdim=True), dim=-1)  # (B, S)
+
+
+def _example_set() -> tuple:
+    """(model, features, labels): ten well-separated classes of 40 random vectors each."""
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(400) % 10
+    features = 4 * torch.eye(10, 16, dtype=torch.float64)[labels] \
+        + torch.randn(400, 16, generator=g, dtype=torch.float64)
+    return _FarthestFromMean(), features, labels.numpy()
+
+
+@exercise("explore", args=_example_set)
+def smallest_set(answer, model, features, labels):
+    """The smallest set size in SET_SIZES at which `model` finds the odd image in at least
+    THRESHOLD of 1,000 sets (and in every larger size of SET_SIZES)."""
+    found = _accuracies(model, features, labels)
+    good = [s for s in SET_SIZES if all(found[t] >= THRESHOLD for t in SET_SIZES if t >= s)]
+    reference = good[0] if good else max(found, key=found.get)
+    below = reference - 1
+    expected = (f"the smallest number of images per set, from {SET_SIZES.start} to "
+                f"{SET_SIZES.stop - 1}, on which the model is right on at least "
+                f"{THRESHOLD:.0%} of sets")
+
+    def judge(answer):
+        value, problem = as_number(answer)
         if problem:
             return f"{problem} ({expected})"
-        hits = _top1(queries, database, database_labels, query_labels, value)
-        if hits is None or hits <= one_nn:
-            return f"{fmt(value, 4, guard=False)} does not satisfy it yet ({expected})"
+        if value != int(value) or int(value) not in SET_SIZES:
+            return f"{value:g} is not a set size from {SET_SIZES.start} to " \
+                   f"{SET_SIZES.stop - 1} ({expected})"
+        size = int(value)
+        shown = f"{fmt(found[size], 3, guard=False)} on sets of {size}"
+        if size > reference:
+            return f"{shown}: a smaller set still reaches {THRESHOLD:.0%}"
+        if size < reference:
+            return f"{shown}: below {THRESHOLD:.0%}"
+        shown_sizes = [t for t in (below, SET_SIZES.start) if t >= SET_SIZES.start]
+        smaller = "".join(f", {fmt(found[t], 3, guard=False)} on sets of {t}"
+                          for t in dict.fromkeys(shown_sizes))
         return Verdict.right(
-            f"at τ = {value:g} the soft vote is right on {hits} of {n} queries, 1-NN on {one_nn} "
-            f"({fmt(hits / n, 3, guard=False)} against {fmt(one_nn / n, 3, guard=False)}): a few "
-            "close neighbours voting beat the single nearest one.")
+            f"{shown}{smaller}. "
+            "Without positions the model reads a set of any size, but a small set has a weak "
+            "majority, and a set of two has none: neither image is odd, so it can only guess.")
 
-    scores = {t: _top1(queries, database, database_labels, query_labels, t) for t in TAUS}
     return check_answer(
-        tau, judge, name="a τ that beats 1-NN", reference=max(TAUS, key=lambda t: scores[t]),
-        hint="look at the accuracy curve above: where does the soft vote rise above the 1-NN "
-             "line? Try values between the two limits.",
-        todo="not attempted yet; put your number in the cell above.")
+        answer, judge, name="the smallest set", reference=reference,
+        hint=("build test sets of each size with attnlab.sets.odd_one_out(..., set_size=s, "
+              "seed=3) and measure the accuracy on each.",
+              "loop over the sizes from 2 up; for each, sets.predict(model, test_emb, members) "
+              "== odd, averaged, is the accuracy; the answer is the first size from which it "
+              "stays at 0.8 or above."),
+        todo="not attempted yet; put your set size in the cell above.")
