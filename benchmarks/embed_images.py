@@ -20,6 +20,8 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # --profile: no profiler_start/s
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from torch.profiler import ProfilerActivity  # noqa: E402
+from torch.profiler import profile as torch_profile  # noqa: E402
 
 import attnlab  # noqa: E402
 from attnlab import embeddings  # noqa: E402
@@ -38,9 +40,6 @@ def best_time(fn, repeats: int) -> tuple[float, np.ndarray]:
 
 def profile(images, alpha: float) -> None:
     """Self CPU time of our path by operator, and the convolutions split by kind."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-
     steps = embeddings._folded(alpha)
     x = embeddings.preprocess(images).contiguous(memory_format=torch.channels_last)
     with torch.inference_mode():

@@ -26,6 +26,15 @@ from pathlib import Path
 
 import torch
 
+import attnlab
+from attnlab.minilm import model_files
+
+try:  # the baseline lives in .venv-bench only (benchmarks/requirements.txt), never in the locks
+    import transformers
+    from transformers import AutoModel, AutoTokenizer
+except ImportError:
+    transformers = None
+
 
 def sentences(n: int = 400, seed: int = 0) -> list[str]:
     """n short English sentences (4 to 16 words), reproducible."""
@@ -46,8 +55,6 @@ def sentences(n: int = 400, seed: int = 0) -> list[str]:
 def hf_encoder(folder: Path, attn_implementation: str, batch_size: int):
     """The model card's recipe (AutoTokenizer + AutoModel + mean pooling + normalise), batched by
     length like sentence-transformers."""
-    from transformers import AutoModel, AutoTokenizer
-
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModel.from_pretrained(folder, attn_implementation=attn_implementation).eval()
 
@@ -89,14 +96,10 @@ def main(argv=None) -> int:
     parser.add_argument("-n", type=int, default=400, help="number of sentences")
     args = parser.parse_args(argv)
 
-    try:
-        import transformers
-    except ImportError:
+    if transformers is None:
         print("transformers is not installed in this environment; "
               "see this file's docstring for the separate benchmark venv.", file=sys.stderr)
         return 2
-    import attnlab
-    from attnlab.minilm import model_files
 
     texts = sentences(args.n)
     load_ours, _, ours = timed(attnlab.load_minilm)  # first: its sha256 checks are not cached yet

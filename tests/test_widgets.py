@@ -1,6 +1,7 @@
 """attnlab.widgets, tested without a browser: move the sliders, read back what the widgets show."""
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -167,8 +168,6 @@ def test_explorer_slider_changes_the_distributions():
 
 
 def test_explorer_draw_returns_two_panels():
-    import matplotlib.pyplot as plt
-
     e = SoftmaxScaleExplorer(d_ks=[4, 16], d_k=16)
     fig = e.draw()
     assert len(fig.axes) == 2 and len(fig.axes[0].patches) == 8
