@@ -392,8 +392,8 @@ def _figure_png(width_in: float, height_in: float, fontsize: float, dpi: int = 1
 @pytest.mark.browser
 def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp_path):
     """The measure's own check, in Chromium: a slide that fits, one too tall, one too wide; a
-    figure that fills its width with large text, one too narrow with small text, one with no
-    recorded font size."""
+    wide figure shown across the slide with large text, a tall one that the slide's height for
+    figures shrinks until its text is too small, one with no recorded font size."""
     modules = _real_modules()
     nb = _present([
         "# Fits\n\nA short slide.",
@@ -407,9 +407,9 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp
     ])
     nb.cells[5].outputs = [new_output("display_data", data={
         "text/html": '<div style="width: 2000px">a row of 2000 px</div>', "text/plain": "wide"})]
-    nb.cells[7].outputs = [  # 1400x300 px drawn with 12 pt = 16.7 px text; 500x200 px, 8 pt
+    nb.cells[7].outputs = [  # 1400x300 px drawn with 12 pt = 16.7 px text; 400x800 px, 8 pt
         new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
-        new_output("display_data", data={"image/png": _figure_png(5, 2, 8)}),
+        new_output("display_data", data={"image/png": _figure_png(4, 8, 8)}),
         new_output("display_data", data={"image/png": base64.b64encode(PNG).decode()})]
     path = tmp_path / "09_sizes.ipynb"
     nbformat.write(nb, path)
@@ -418,27 +418,29 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp
     assert seen == 4
     assert [(o["deck"], o["h"], o["v"], o["number"], o["heading"]) for o in overflowing] == [
         ("09_sizes.slides.html", 1, 0, 2, "Too tall"),
-        ("09_sizes.slides.html", 2, 0, 3, "Too wide")]
+        ("09_sizes.slides.html", 2, 0, 3, "Too wide"),
+        ("09_sizes.slides.html", 3, 0, 4, "Figures")]  # three figures, each as large as it may be
     # a wide output scrolls sideways in its own box (JupyterLab's output area): caught inside
-    assert [o["kind"] for o in overflowing] == ["too tall", "scrolls inside"]
-    tall, wide = (o["overflow"] for o in overflowing)
+    assert [o["kind"] for o in overflowing] == ["too tall", "scrolls inside", "too tall"]
+    tall, wide, _ = (o["overflow"] for o in overflowing)
     assert 60 * 17 - site.SLIDE_SIZE[1] < tall < 60 * 40  # 60 lines of 17 px type, line-height > 1
     assert 2000 - site.SLIDE_SIZE[0] - 100 < wide < 2000
     assert "09_sizes.slides.html #/1/0 (slide 2)" in measure.format_overflow(overflowing)
 
-    large, small, unknown = found
+    large, tall, unknown = found
     assert [f["nth"] for f in found] == [1, 2, 3] and {f["number"] for f in found} == {4}
     assert large["natural"] == [1400, 300] and large["recorded_font"] == pytest.approx(16.7)
     # the slide gives it less than 1400 px: shown smaller, it fills its width, text scaled
     assert large["fill"] == pytest.approx(1) and large["rendered"][0] < 1400
     assert large["font"] == pytest.approx(16.7 * large["rendered"][0] / 1400, abs=0.05)
-    assert small["natural"] == [500, 200] and small["rendered"] == [500, 200]
-    assert small["fill"] < 0.5 and small["font"] == pytest.approx(8 * 100 / 72, abs=0.05)
+    # the tall one may take 520 px of height: half as wide, it fills what it is given
+    assert tall["natural"] == [400, 800] and tall["rendered"] == pytest.approx([260, 520], abs=1)
+    assert tall["fill"] == pytest.approx(1, abs=0.01)
+    assert tall["font"] == pytest.approx(8 * 100 / 72 * 0.65, abs=0.05)
     assert unknown["font"] is None
-    assert [len(f["problems"]) for f in found] == [0, 2, 2]
+    assert [len(f["problems"]) for f in found] == [0, 1, 1]
     lines = measure.format_figures(found)
-    assert "(slide 4, figure 2, 500x200 shown at 500x200): fills" in lines
-    assert "smallest text 11.1 px (11.1 px drawn, shown at 1.00x)" in lines
+    assert "(slide 4, figure 2, 400x800 shown at 260x520): smallest text 7.2 px" in lines
     assert "no font size recorded" in lines
 
 

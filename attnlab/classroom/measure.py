@@ -36,9 +36,10 @@ MIN_FILL = 0.95   # the share of the width it is given that a figure must fill
 # top-aligned `section` at the canvas's height) against the configured height/width, and, inside
 # it, any element that scrolls by itself (overflow auto/scroll with more content than box). Each
 # <img> outside the speaker notes: its natural size (the PNG's pixels), its rendered size (layout
-# pixels, which reveal's scaling does not change), the content width of its parent (the width it
-# is given: the output area, which its `max-width: 100%` refers to), and the FONT_KEY tEXt chunk
-# of a PNG data URI. MathJax, fonts and images are waited for first: all change sizes.
+# pixels, which reveal's scaling does not change: the bitmap as drawn inside the element, which
+# `object-fit: contain` keeps at its aspect), the width it is given (its output area's content
+# width, or less for a figure whose aspect the slide's `max-height` for figures limits), and the
+# FONT_KEY tEXt chunk of a PNG data URI. MathJax, fonts and images are waited for first: all change sizes.
 _MEASURE_JS = """async (fontKey) => {
   Reveal.configure({transition: 'none', backgroundTransition: 'none'});
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
@@ -89,12 +90,19 @@ _MEASURE_JS = """async (fontKey) => {
       for (const img of slide.querySelectorAll('img')) {
         if (img.closest('aside.notes') || img.closest('section') !== slide) continue;
         const parent = getComputedStyle(img.parentElement);
-        const given = img.parentElement.clientWidth - parseFloat(parent.paddingLeft)
-                      - parseFloat(parent.paddingRight);
+        const ratio = img.naturalWidth / Math.max(1, img.naturalHeight);
+        // the width it is given: its output area's, or less for a figure too tall for the
+        // height a figure may take (max-height), at its own aspect
+        const maxHeight = parseFloat(getComputedStyle(img).maxHeight);
+        const area = img.parentElement.clientWidth - parseFloat(parent.paddingLeft)
+                     - parseFloat(parent.paddingRight);
+        const given = isFinite(maxHeight) ? Math.min(area, maxHeight * ratio) : area;
+        // the bitmap as drawn: object-fit contain keeps its aspect inside the element's box
+        const shownW = Math.min(img.clientWidth, img.clientHeight * ratio);
         const font = pngText(img.getAttribute('src') || '')[fontKey];
         figures.push({h: h, v: v, number: number, heading: text, nth: ++nth,
                       natural: [img.naturalWidth, img.naturalHeight],
-                      rendered: [img.offsetWidth, img.offsetHeight], given: given,
+                      rendered: [shownW, shownW / ratio], given: given,
                       font: font === undefined ? null : parseFloat(font)});
       }
     }
