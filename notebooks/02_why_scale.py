@@ -325,8 +325,7 @@ print("scaled, seed 0:", " ".join(fmt(a, 3) for a in scaled_run.history["test_ac
 accuracy = ...  # the test accuracy after 4 epochs with scale=1.0, seed 0
 ### BEGIN SOLUTION
 unscaled_run = scaling.train_at_scale(1.0, seed=0, epochs=4)
-print("scale 1.0, seed 0:", " ".join(fmt(a, 3) for a in unscaled_run.history["test_acc"]))
-accuracy = unscaled_run.history["test_acc"][3]
+accuracy = unscaled_run.history["test_acc"][3]  # epoch 4
 ### END SOLUTION
 accuracy = ex02.accuracy_without_scale(accuracy)
 

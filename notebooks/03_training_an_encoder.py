@@ -243,7 +243,7 @@ with attnlab.uniform_attention():
     uniform_accuracy = evaluate(model, x_test, y_test)[1]
 print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
       "attention")
-ex03.uniform_accuracy(guess, uniform_accuracy)
+guess = ex03.uniform_accuracy(guess, uniform_accuracy)
 
 # %% tags=["remove-cell"]
 assert accuracy >= 0.97 and uniform_accuracy <= 0.55
@@ -483,7 +483,7 @@ hidden = {name: hidden_accuracy(where)
 print(f"{'':14} {'hidden':>8} {'zeroed':>8}   (test accuracy, {fmt(accuracy, 3)} untouched)")
 for name in hidden:
     print(f"{name:14} {fmt(hidden[name], 3):>8} {fmt(zeroed[name], 3):>8}")
-ex03.zeroed_accuracy(guess, zeroed["first word"])
+guess = ex03.zeroed_accuracy(guess, zeroed["first word"])
 
 # %% tags=["remove-cell"]
 with torch.no_grad():  # the by-hand block with no edit is the model itself
