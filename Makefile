@@ -59,7 +59,7 @@ lint: dev           ## ruff over the package, tests, benchmarks and notebook sou
 
 notebooks: setup    ## re-execute notebooks in place to refresh stored outputs (NB=03 for one)
 	ATTNLAB_RECORDING=1 $(BIN)/python -m attnlab.classroom.runner --inplace $(NB)
-	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/jupytext --sync $(if $(NB),$(foreach n,$(NB),notebooks/$(n)*.ipynb),notebooks/[0-9][0-9]_*.ipynb)
 
 student: setup      ## the student edition: notebooks/student/ from the full one, unexecuted (NB=03 for one)
 	$(BIN)/python -m attnlab.classroom.student $(NB)
