@@ -469,6 +469,7 @@ def greedy(model, prompt, steps):
     return seq
 
 
+# %%
 prompts, answer = test[:, :LENGTH + 2], test[:, LENGTH + 2:]  # (500, 8) BOS, digits, SEP; (500, 6)
 written = {"with the mask": greedy(masked, prompts, LENGTH)[:, LENGTH + 2:],  # (500, 6)
            "without it": greedy(unmasked, prompts, LENGTH)[:, LENGTH + 2:]}
@@ -499,7 +500,7 @@ assert repeats["without it"] > 2 * repeats["with the mask"]
 # accuracy, on the sorter and on a sorter trained by the same recipe for 100 steps instead of
 # 300. The last row of each: the right answer's log-probability under the same model.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 early, _ = train_sorter(causal=True, seed=0, steps=100)  # the same recipe, a third of the steps
 print(f"{'':20} {'':16} {'mean log-prob':>13} {'digits right':>13} {'sequences right':>16}")
 beam_gain = {}
@@ -529,7 +530,8 @@ assert beam_gain["sorter (100 steps)"][1] > 0.01
 # finds what the model believes; it cannot fix what the model gets wrong. On the sorter trained
 # for 100 steps, less sure of itself, beam search changes 53 of 500 answers, raises the mean
 # log-probability from −1.217 to −1.186 and the digits right from 0.9277 to 0.9353.
-#
+
+# %% [markdown]
 # ### Sampling: temperature, top-k, top-p
 #
 # Instead of the most likely token, a generator can *draw* one from softmax(logits / τ). At
@@ -611,6 +613,8 @@ for name, kwargs in settings.items():
     table[name] = {"log-prob": sequence_logprob(masked, out, LENGTH + 2).mean().item(),
                    "right": (answers == answer[:n, None]).double().mean().item(),
                    "distinct": distinct_outputs(answers).double().mean().item()}
+
+# %%
 print(f"{'':16} {'mean log-prob':>13} {'digits right':>13} {'different answers in 10':>24}")
 for name, r in table.items():
     print(f"{name:16} {fmt(r['log-prob'], 2):>13} {fmt(r['right'], 4):>13} "
