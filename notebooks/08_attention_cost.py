@@ -327,7 +327,8 @@ plt.show()
 # order: query head h reads key/value head h // G. n_kv_heads = n_heads is the classic layer,
 # 1 is *multi-query* attention, anything between is *grouped-query* attention. The cache stores
 # the n_kv_heads heads.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Your turn:** write `my_decode_step(attn, x_t, cache)`. `x_t` (B, 1, d_model) is the new
 # token; `cache` holds the keys and values of the tokens before it, (B, n_kv_heads, t − 1, D).
 # Return the layer's output for x_t, (B, 1, d_model), and leave x_t's key and value in the
@@ -356,7 +357,7 @@ plt.show()
 # apply the output projection.
 # </details>
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def my_decode_step(attn, x_t, cache):
     ### BEGIN SOLUTION
     q, k, v = attn.project(x_t, positions=torch.tensor([len(cache)]))  # (B, H, 1, D), (B, H_kv, 1, D)
@@ -568,7 +569,8 @@ for name, b in zip(MODELS, per_token):
 # context and 16 GiB at 32k, for one sequence. The same layers with 8 key/value heads hold a
 # quarter of that (4 GiB at 32k), and Mistral's sliding window stops the cache at 0.5 GiB
 # however long the context. Falcon 7B's single key/value head needs 8 KiB per token.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **What fewer key/value heads save in a step.** One decoding step at position 8192 of a layer
 # with d_model = 512 and 8 query heads, with 1, 2 (n/4) and 8 key/value heads. The cache is
 # filled with random keys and values (what they hold changes neither the work nor the memory).
