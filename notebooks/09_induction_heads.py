@@ -280,6 +280,8 @@ before_step = max(s for s in two.checkpoints if s < start)
 before = two.at(before_step)
 by_position = {f"step {before_step}, before the drop": evaluate(before, test)["by_position"],
                f"step {RECIPE['steps']}, the end": evaluate(two.model, test)["by_position"]}
+
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(9, 3.8))
 positions = range(1, LENGTH)  # the position of each predicted token
 for (name, table), style in zip(by_position.items(), ("--", "-")):
@@ -439,6 +441,7 @@ with attnlab.uniform_attention():
     (level,) = scores_of(one.model.attention_maps(test.tokens))  # the same for every head
 
 
+# %%
 def col(value=None):
     return f"{'':>7}" if value is None else f"{fmt(value, 3):>7}"
 
