@@ -513,7 +513,7 @@ assert hidden["first word"] < 0.7 and hidden["decisive word"] < 0.92 and hidden[
 # shows why: two blocks, a learning rate of 0.03 (ten times the recipe's), 6 epochs, with and
 # without a warm-up over the first 50 steps, two seeds each.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def six_epochs(norm, warmup, seed):
     """Test accuracy after each of 6 epochs of a 2-block model at learning rate 0.03."""
     torch.manual_seed(seed)
