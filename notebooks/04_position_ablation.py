@@ -321,7 +321,7 @@ display(compare)
 # Each pair of dimensions (2i, 2i + 1) is a point on a circle that turns by $\omega_i$ radians
 # from one position to the next: fast in the first pair (1 radian), slowly in the last.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] slideshow={"slide_type": "subslide"}
 table = sinusoidal_table(MAX_LEN, d)  # (15, 32)   positions 0..14
 fig, ax = plt.subplots(figsize=(8, 3.2))
 image = ax.imshow(table.T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
@@ -413,7 +413,7 @@ assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 f
 # positions, with sinusoidal positions, and with sinusoidal positions and the token vectors
 # multiplied by √d before training:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def train_rescaled(task, positions, seed, tokens=1.0):
     """train_classifier's run with every token vector multiplied by `tokens` before training;
     returns the history."""
@@ -687,7 +687,7 @@ survive = ...  # your prediction: a set of names from "learned", "sinusoidal", "
 survive = {"rotary"}
 ### END SOLUTION
 
-# %%
+# %% tags=["hide-input"]
 def train_decoder(positions, seed):
     """A one-block DecoderOnly trained on two_back sequences of length L through attnlab's fit."""
     torch.manual_seed(seed)  # the initial weights
