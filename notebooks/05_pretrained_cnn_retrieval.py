@@ -85,7 +85,7 @@ assert set(np.unique(y_train)) == set(np.unique(y_test)) == set(range(10))
 # with every BatchNorm folded into the convolution before it, a speed trick:
 # `attnlab/embeddings.py`; the tests check it against Keras's own `predict`.)
 
-# %% tags=["hide-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 network = mobilenet_v2(0.35)
 print(f"MobileNetV2 alpha=0.35: {network.count_params():,} weights, "
       f"input {network.input_shape[1:]}, embedding {network.output_shape[1:]}")
@@ -460,10 +460,10 @@ assert accuracy["uniform"] > 0.7 and diff > 4 * se, "far above chance, clearly b
 # column = the image it reads (key), weight × 10, so 1 is uniform attention; the odd image's
 # position is red.
 
-# %% tags=["hide-input"]
+# %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 (weights,) = model.attention_maps(x)                              # (1000, 4, 10, 10)
 for i in (0, 1):
-    fig, axes = plt.subplots(1, 4, figsize=(10, 2.9))
+    fig, axes = plt.subplots(1, 4, figsize=(10, 2.7))
     for h, ax in enumerate(axes):
         attention_heatmap(weights[i, h] * 10, range(10), range(10), ax=ax, vmax=5,
                           title=f"set {i}, head {h}", highlight=int(test_odd[i]))
