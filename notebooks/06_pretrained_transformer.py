@@ -67,7 +67,7 @@ attnlab.seed_everything(0)
 # Each weight in the file is renamed onto our modules: `attention.self.query` → `attn.q`, and so
 # on. Where the 22.6 M parameters sit:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 minilm = attnlab.load_minilm()
 n_params = sum(p.numel() for p in minilm.parameters())
 block = minilm.blocks[0]
@@ -292,8 +292,8 @@ print(tokens)
 fig = layer_head_grid(maps, title=f"all-MiniLM-L6-v2, every layer and head: {probe[-1]!r}")
 fig.set_size_inches(10, 5.4)
 for ax in fig.axes:  # head and layer labels readable on a slide
-    ax.title.set_fontsize(10)
-    ax.yaxis.label.set_fontsize(10)
+    ax.title.set_fontsize(11)
+    ax.yaxis.label.set_fontsize(11)
 fig.tight_layout()
 plt.show()
 
@@ -304,7 +304,7 @@ plt.show()
 # sentences, and the lowest and highest sentence), the share `[SEP]` receives, and the largest
 # share any other token (a word or punctuation) receives in any of the sentences.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 received, patterns = [], []
 for s in probe:
     tokens_s, maps_s = minilm.attention_maps(s)
@@ -478,7 +478,7 @@ plt.show()
 # head's matrix is `maps[layer][0, head]`; `tokens.index(...)` finds a row or a column.
 # </details>
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 my_pair = ..., ...           # two sentences that differ in one word, "it" in both
 my_candidates = ..., ...     # the two words "it" could refer to
 my_layer, my_head = ..., ...
@@ -505,7 +505,7 @@ my_weights = ex06.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my
 # head that ignores the changed word has a move near 0; a negative move goes against the
 # meaning. We count the heads that move by more than 0.1 either way.
 
-# %%
+# %% tags=["hide-input"]
 minimal_pairs = [("The cat sat on the mat because it was {}.", "tired", "soft", "cat", "mat"),
                  ("The dog chased the ball because it was {}.", "hungry", "thrown", "dog", "ball"),
                  ("The trophy did not fit in the suitcase because it was too {}.", "big", "small",
@@ -564,7 +564,7 @@ assert moves[:, top_layer, top_head].min() < -0.15 and moves[:, top_layer, top_h
 # training: synonyms such as *terrific* or *atrocious*. The tiny model's vocabulary does not
 # contain them: it reads each as `<unk>`, the token for unknown words.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 tiny = train_classifier(task="bag")
 unseen = data.make_reviews(400, seed=1, positive=data.UNSEEN_POSITIVE,
                            negative=data.UNSEEN_NEGATIVE)
