@@ -468,11 +468,10 @@ def test_every_slide_of_every_deck_fits_1280x720(series_decks, series_measure):
 
 
 @pytest.mark.browser
-@pytest.mark.projector
 def test_every_figure_is_readable_on_the_slides(series_measure):
     """Each figure on a slide fills the width it is given and its smallest text is at least
-    14 px there (CONTRIBUTING.md, "Slides"). Not in `make test` until the figures pass: run it with
-    `.venv/bin/python -m pytest -m projector tests/test_site.py` after `make vendor`."""
+    14 px there (CONTRIBUTING.md, "Slides"); `python -m attnlab.classroom.measure` prints the
+    same list."""
     _, _, found = series_measure
     assert found, "no figure on any slide"
     unreadable = [f for f in found if f["problems"]]
