@@ -12,7 +12,8 @@ traceback or a hang, whatever arguments the exercise passes:
 `one_line(capsys)` reads what a check printed and asserts it is exactly one line; it returns
 (mark, line), mark being the line's first character: ✓, ✗ or ○. `expect(capsys, check, answers,
 mark, words, *args)` asserts that each answer gets such a line with `mark` and `words` (and, for
-✗, a hint).
+✗, a hint); a failure names the case by its `words`, so one test can walk a whole table of
+typical mistakes and still say which one broke.
 
 Test files import these with `from exercise_doubles import ...`: pytest's default `prepend`
 import mode puts tests/ (the rootdir of these files, which has no __init__.py) on sys.path.
@@ -46,8 +47,8 @@ def expect(capsys, check, answers, mark: str, words: str, *args) -> list:
     for answer in answers:
         got = check(answer, *args)
         sign, line = one_line(capsys)
-        assert sign == mark and words in line, (answer, line)
+        assert sign == mark and words in line, (words, answer, line)
         if sign == "✗":
-            assert " Hint: " in line, line
+            assert " Hint: " in line, (words, line)
         returned.append(got)
     return returned
