@@ -46,34 +46,50 @@ def plain_transpose(q, k, v):  # right on 2-D inputs only
     return weights @ v, weights
 
 
+def test_attention_right_answers(capsys):
+    answers = [right, attnlab.scaled_dot_product_attention]
+    got = expect(capsys, ex01.attention, answers, "✓",
+                 "attention: matches attnlab's version on 3 random inputs.")
+    assert got == answers
+
+
 @pytest.mark.filterwarnings("ignore:The use of `x.T`")
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right, attnlab.scaled_dot_product_attention], "✓",
-     "attention: matches attnlab's version on 3 random inputs."),
-    ([no_scale, softmax_over_queries], "✗", "differs from the reference"),
-    ([plain_transpose], "✗", "on inputs of shapes (2, 6, 8)"),  # the first batched input
-    ([lambda q, k, v: right(q, k, v)[0]], "✗", "tuple of 2 tensors"),  # forgot the weights
-    ([lambda q, k, v: right(q, k, v)[::-1]], "✗", "the first result has shape"),  # swapped
-])
-def test_attention(capsys, answers, mark, words):
-    got = expect(capsys, ex01.attention, answers, mark, words)
-    assert got == (answers if mark == "✓" else [attnlab.scaled_dot_product_attention] * len(got))
+def test_attention_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([no_scale, softmax_over_queries], "differs from the reference"),
+        ([plain_transpose], "on inputs of shapes (2, 6, 8)"),  # the first batched input
+        ([lambda q, k, v: right(q, k, v)[0]], "tuple of 2 tensors"),  # forgot the weights
+        ([lambda q, k, v: right(q, k, v)[::-1]], "the first result has shape"),  # swapped
+    ]:
+        got = expect(capsys, ex01.attention, answers, "✗", words)
+        assert got == [attnlab.scaled_dot_product_attention] * len(got), words
 
 
 # --- explore: a query that makes key 2 win -----------------------------------------------------
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([[1.0, 1.0, 0.0, 0.0], (3, 3, 0, 0), torch.tensor([2.0, 2.0, 1.0, -1.0]),
-      np.array([1.0, 1.0, 0.0, 0.0])], "✓", "; key 2 takes the largest share."),
-    ([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], "✗", "takes the largest share"),
-    ([[0.0, 0.0, 0.0, 0.0]], "✗", "keys 0, 1, 2 tie"),
-    ([[0.02, 0.02, 0.0, 0.0]], "✗", "key 2 leads by less than 0.01, too close to call"),
-    ([[5.0, 5.0, 0.0, 0.0]], "✗", "within [-3, 3] (the sliders' range)"),
-])
-def test_key_2_wins(capsys, answers, mark, words):
-    for got in expect(capsys, ex01.key_2_wins, answers, mark, words, K):
-        assert isinstance(got, torch.Tensor) and got.shape == (4,)  # usable: key 2 wins with it
-        assert attnlab.scaled_dot_product_attention(got[None], K, K)[1][0].argmax() == 2
+def usable_for_key_2(got, case):
+    """What key_2_wins returns, right or wrong, is a query with which key 2 wins."""
+    assert isinstance(got, torch.Tensor) and got.shape == (4,), case
+    assert attnlab.scaled_dot_product_attention(got[None], K, K)[1][0].argmax() == 2, case
+
+
+def test_key_2_wins_right_answers(capsys):
+    answers = [[1.0, 1.0, 0.0, 0.0], (3, 3, 0, 0), torch.tensor([2.0, 2.0, 1.0, -1.0]),
+               np.array([1.0, 1.0, 0.0, 0.0])]
+    for answer, got in zip(answers, expect(capsys, ex01.key_2_wins, answers, "✓",
+                                           "; key 2 takes the largest share.", K)):
+        usable_for_key_2(got, answer)
+
+
+def test_key_2_wins_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], "takes the largest share"),
+        ([[0.0, 0.0, 0.0, 0.0]], "keys 0, 1, 2 tie"),
+        ([[0.02, 0.02, 0.0, 0.0]], "key 2 leads by less than 0.01, too close to call"),
+        ([[5.0, 5.0, 0.0, 0.0]], "within [-3, 3] (the sliders' range)"),
+    ]:
+        for got in expect(capsys, ex01.key_2_wins, answers, "✗", words, K):
+            usable_for_key_2(got, words)
 
 
 # --- predict: which of four keys wins ---------------------------------------------------------
@@ -82,13 +98,15 @@ K4 = torch.cat([K, torch.tensor([[2.0, 0.0, 0.0, 0.0]])])  # (4, 4): a long key 
 W4 = attnlab.scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 0.0, 0.0]]), K4, K4)[1][0]
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([3, 3.0, np.int64(3)], "✓", "key 3 gets the largest weight ([0.205, 0.205, 0.251, 0.339])"),
-    ([2], "✗", "key 3 gets the largest weight, not key 2"),  # direction only
-    ([4, 2.5, -1], "✗", "not a key number (0 to 3)"),
-])
-def test_predict_winner(capsys, answers, mark, words):
-    assert expect(capsys, ex01.predict_winner, answers, mark, words, W4) == [3] * len(answers)
+def test_predict_winner(capsys):
+    answers = [3, 3.0, np.int64(3)]
+    assert expect(capsys, ex01.predict_winner, answers, "✓",
+                  "key 3 gets the largest weight ([0.205, 0.205, 0.251, 0.339])", W4) == [3] * 3
+    for answers, words in [
+        ([2], "key 3 gets the largest weight, not key 2"),  # direction only
+        ([4, 2.5, -1], "not a key number (0 to 3)"),
+    ]:
+        assert expect(capsys, ex01.predict_winner, answers, "✗", words, W4) == [3] * len(answers)
 
 
 # --- implement split_heads and merge_heads -------------------------------------------------------
@@ -103,21 +121,26 @@ def split_reshaped(x, n_heads):  # straight to (B, H, T, d_head)
     return x.reshape(B, n_heads, T, d_model // n_heads)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([split, attn.split_heads, lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)], "✓",
-     "split_heads: matches attnlab's version on 3 random inputs."),
-    ([split_reshaped, lambda x, h: x.view(x.shape[0], h, x.shape[1], -1)], "✗",
-     "a reshape without the transpose"),
-    ([lambda x, h: split(x, h).transpose(1, 2)], "✗", "the transpose is missing"),
-    ([lambda x, h: split(x, h).permute(0, 2, 3, 1),  # (B, T, d_head, H)
-      lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], -1)], "✗",
-     "the transpose of the wrong dimensions"),
-    ([lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2)], "✗",
-     "d_model split as (d_head, H)"),
-])
-def test_split_heads(capsys, answers, mark, words):
-    got = expect(capsys, ex01.split_heads, answers, mark, words)
-    assert got == (answers if mark == "✓" else [attn.split_heads] * len(got))
+def test_split_heads_right_answers(capsys):
+    answers = [split, attn.split_heads, lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3)]
+    got = expect(capsys, ex01.split_heads, answers, "✓",
+                 "split_heads: matches attnlab's version on 3 random inputs.")
+    assert got == answers
+
+
+def test_split_heads_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([split_reshaped, lambda x, h: x.view(x.shape[0], h, x.shape[1], -1)],
+         "a reshape without the transpose"),
+        ([lambda x, h: split(x, h).transpose(1, 2)], "the transpose is missing"),
+        ([lambda x, h: split(x, h).permute(0, 2, 3, 1),  # (B, T, d_head, H)
+          lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], -1)],
+         "the transpose of the wrong dimensions"),
+        ([lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2)],
+         "d_model split as (d_head, H)"),
+    ]:
+        got = expect(capsys, ex01.split_heads, answers, "✗", words)
+        assert got == [attn.split_heads] * len(got), words
 
 
 def merge(x):
@@ -125,16 +148,21 @@ def merge(x):
     return x.transpose(1, 2).reshape(B, T, H * D)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([merge, attn.merge_heads, lambda x: x.transpose(1, 2).contiguous().flatten(2)], "✓",
-     "merge_heads: matches attnlab's version on 3 random inputs."),
-    ([lambda x: x.reshape(x.shape[0], x.shape[2], -1)], "✗", "a reshape without transposing back"),
-    ([lambda x: x.transpose(1, 2)], "✗", "but not merged yet"),
-    ([lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1)], "✗",
-     "the transpose of the wrong dimensions"),
-    ([lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1)], "✗",
-     "raised RuntimeError: view size is not compatible"),  # .view after the transpose
-])
-def test_merge_heads(capsys, answers, mark, words):
-    got = expect(capsys, ex01.merge_heads, answers, mark, words)
-    assert got == (answers if mark == "✓" else [attn.merge_heads] * len(got))
+def test_merge_heads_right_answers(capsys):
+    answers = [merge, attn.merge_heads, lambda x: x.transpose(1, 2).contiguous().flatten(2)]
+    got = expect(capsys, ex01.merge_heads, answers, "✓",
+                 "merge_heads: matches attnlab's version on 3 random inputs.")
+    assert got == answers
+
+
+def test_merge_heads_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([lambda x: x.reshape(x.shape[0], x.shape[2], -1)], "a reshape without transposing back"),
+        ([lambda x: x.transpose(1, 2)], "but not merged yet"),
+        ([lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1)],
+         "the transpose of the wrong dimensions"),
+        ([lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1)],
+         "raised RuntimeError: view size is not compatible"),  # .view after the transpose
+    ]:
+        got = expect(capsys, ex01.merge_heads, answers, "✗", words)
+        assert got == [attn.merge_heads] * len(got), words

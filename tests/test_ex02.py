@@ -70,20 +70,25 @@ def queries_only(attn, h, real):
     return _scores(attn, h, _scale(attn)).masked_select(real[:, None, :, None]).std()
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right, population_std, as_float, scaling.score_spread], "✓",
-     "score_spread: matches attnlab's version on 3 random inputs."),
-    ([no_scale], "✗", "without the layer's scale"),
-    ([fixed_scale], "✗", "you used 1/√d_head: read the layer's own scale"),
-    ([variance], "✗", "that is the variance"),
-    ([every_pair], "✗", "counts the pairs with a padding token too"),
-    ([keys_only], "✗", "counts the padding queries"),
-    ([queries_only], "✗", "counts the padding keys"),
-    ([lambda attn, h, real: right(attn, h, real) + 1], "✗", "your spread is"),
-])
-def test_score_spread(capsys, answers, mark, words):
-    got = expect(capsys, ex02.score_spread, answers, mark, words)
-    assert got == (answers if mark == "✓" else [scaling.score_spread] * len(got))
+def test_score_spread_right_answers(capsys):
+    answers = [right, population_std, as_float, scaling.score_spread]
+    got = expect(capsys, ex02.score_spread, answers, "✓",
+                 "score_spread: matches attnlab's version on 3 random inputs.")
+    assert got == answers
+
+
+def test_score_spread_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([no_scale], "without the layer's scale"),
+        ([fixed_scale], "you used 1/√d_head: read the layer's own scale"),
+        ([variance], "that is the variance"),
+        ([every_pair], "counts the pairs with a padding token too"),
+        ([keys_only], "counts the padding queries"),
+        ([queries_only], "counts the padding keys"),
+        ([lambda attn, h, real: right(attn, h, real) + 1], "your spread is"),
+    ]:
+        got = expect(capsys, ex02.score_spread, answers, "✗", words)
+        assert got == [scaling.score_spread] * len(got), words
 
 
 def test_spread_at_init(capsys):
@@ -95,17 +100,16 @@ def test_spread_at_init(capsys):
 
 # --- explore: the accuracy without the scale ------------------------------------------------------
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([0.9, 360 / 400, torch.tensor(0.9, dtype=torch.float64)], "✓",
-     "after 4 epochs is 0.900; with the scale it was 0.812."),
-    ([0.8125], "✗", "the scaled run's accuracy"),
-    ([0.7775, 0.955], "✗", "the question asks for epoch 4"),  # index 3 is epoch 4, not 3 or 5
-    ([0.85], "✗", "is not what the model with scale=1.0, seed 0, reaches after 4 epochs"),
-    ([90], "✗", "is not an accuracy"),
-])
-def test_accuracy_without_scale(capsys, answers, mark, words):
-    for got in expect(capsys, ex02.accuracy_without_scale, answers, mark, words):
-        assert got == pytest.approx(0.9)
+def test_accuracy_without_scale(capsys):
+    right_answers = [0.9, 360 / 400, torch.tensor(0.9, dtype=torch.float64)]
+    cases = [(right_answers, "✓", "after 4 epochs is 0.900; with the scale it was 0.812."),
+             ([0.8125], "✗", "the scaled run's accuracy"),
+             ([0.7775, 0.955], "✗", "the question asks for epoch 4"),  # epochs 3 and 5
+             ([0.85], "✗", "is not what the model with scale=1.0, seed 0, reaches after 4 epochs"),
+             ([90], "✗", "is not an accuracy")]
+    for answers, mark, words in cases:
+        for got in expect(capsys, ex02.accuracy_without_scale, answers, mark, words):
+            assert got == pytest.approx(0.9), words
 
 
 def test_the_stored_curves_are_the_experiment():
@@ -117,14 +121,17 @@ def test_the_stored_curves_are_the_experiment():
 
 # --- predict: the folded model's spread -------------------------------------------------
 
-@pytest.mark.parametrize("answers, mark, words", [
-    (["unscaled", " Unscaled"], "✓", "end up like the unscaled model's"),
-    (["scaled"], "✗", "end up like the unscaled model's (spreads after training: scaled 0.80"),
-    (["neither"], "✗", "write \"scaled\" or \"unscaled\", got the string 'neither'"),
-])
-def test_folded_spread(capsys, answers, mark, words):
-    got = expect(capsys, ex02.folded_spread, answers, mark, words, ex02.EXAMPLE_SPREADS)
-    assert got == (answers if mark == "✓" else ["unscaled"] * len(answers))
+def test_folded_spread(capsys):
+    answers = ["unscaled", " Unscaled"]
+    got = expect(capsys, ex02.folded_spread, answers, "✓", "end up like the unscaled model's",
+                 ex02.EXAMPLE_SPREADS)
+    assert got == answers
+    for answers, words in [
+        (["scaled"], "end up like the unscaled model's (spreads after training: scaled 0.80"),
+        (["neither"], "write \"scaled\" or \"unscaled\", got the string 'neither'"),
+    ]:
+        got = expect(capsys, ex02.folded_spread, answers, "✗", words, ex02.EXAMPLE_SPREADS)
+        assert got == ["unscaled"] * len(answers), words
 
 
 def test_folded_spread_follows_the_measurement(capsys):

@@ -1,6 +1,5 @@
 """Notebook 03's exercises: the right answers and the typical mistakes, one case per ✗ message.
 (Hostile answers, for every check at once: tests/test_exercises.py.)"""
-import pytest
 import torch
 from exercise_doubles import expect
 
@@ -14,17 +13,17 @@ def right_received(weights, real):
     return (weights * queries).sum(-2) / queries.sum(-2)  # (B, H, T)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right_received, attention_received], "✓",
-     "attention_received: matches attnlab's version on 3 random inputs."),
-    ([lambda w, r: w.mean(-2),  # padding queries counted too
-      lambda w, r: w.mean(-1),  # rows (what a query gives), not columns
-      lambda w, r: (w * r[:, None, :, None]).sum(-2)],  # a sum, not a mean
-     "✗", "differs from the reference"),
-    ([lambda w, r: right_received(w, r).mean(1)], "✗", "has shape (2, 4), expected (2, 1, 4)"),
-])
-def test_attention_received(capsys, answers, mark, words):
-    expect(capsys, ex03.attention_received, answers, mark, words)
+def test_attention_received(capsys):
+    expect(capsys, ex03.attention_received, [right_received, attention_received], "✓",
+           "attention_received: matches attnlab's version on 3 random inputs.")
+    for answers, words in [
+        ([lambda w, r: w.mean(-2),  # padding queries counted too
+          lambda w, r: w.mean(-1),  # rows (what a query gives), not columns
+          lambda w, r: (w * r[:, None, :, None]).sum(-2)],  # a sum, not a mean
+         "differs from the reference"),
+        ([lambda w, r: right_received(w, r).mean(1)], "has shape (2, 4), expected (2, 1, 4)"),
+    ]:
+        expect(capsys, ex03.attention_received, answers, "✗", words)
 
 
 # --- implement: zero the decisive word's column after the softmax --------------------------------
@@ -52,13 +51,14 @@ def zero_row(weights, pos):
     return weights
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right_zero, in_place], "✓", "zero_column: matches attnlab's version on 3 random inputs."),
-    ([renormalised, zero_row, lambda w, p: w], "✗", "differs from the reference"),
-    ([lambda w, p: w[..., 0]], "✗", "has shape (2, 1, 3), expected (2, 1, 3, 3)"),
-])
-def test_zero_column(capsys, answers, mark, words):
-    expect(capsys, ex03.zero_column, answers, mark, words)
+def test_zero_column(capsys):
+    expect(capsys, ex03.zero_column, [right_zero, in_place], "✓",
+           "zero_column: matches attnlab's version on 3 random inputs.")
+    for answers, words in [
+        ([renormalised, zero_row, lambda w, p: w], "differs from the reference"),
+        ([lambda w, p: w[..., 0]], "has shape (2, 1, 3), expected (2, 1, 3, 3)"),
+    ]:
+        expect(capsys, ex03.zero_column, answers, "✗", words)
 
 
 def test_zeroed_accuracy(capsys):
@@ -110,13 +110,17 @@ def pre_norm(model, x):
     return h + block.ff(block.norm2(h)), w
 
 
-@pytest.mark.parametrize("answer, mark, words", [
-    (right_encode, "✓", "your block is the model's encode"),
-    (no_mask, "✗", "the padding mask is missing"),
-    (query_side, "✗", "the padding mask is on the query side"),
-    (no_residual, "✗", "the residual connections are missing"),
-    (pre_norm, "✗", "this is pre-norm"),
-    (lambda m, x: right_encode(m, x)[0], "✗", "should return a tuple of 2 tensors"),
-])
-def test_encode(capsys, answer, mark, words):
-    expect(capsys, ex03.encode, [answer], mark, words, *ex03._example_model())
+def test_encode_right_answer(capsys):
+    expect(capsys, ex03.encode, [right_encode], "✓", "your block is the model's encode",
+           *ex03._example_model())
+
+
+def test_encode_names_each_typical_mistake(capsys):
+    for answer, words in [
+        (no_mask, "the padding mask is missing"),
+        (query_side, "the padding mask is on the query side"),
+        (no_residual, "the residual connections are missing"),
+        (pre_norm, "this is pre-norm"),
+        (lambda m, x: right_encode(m, x)[0], "should return a tuple of 2 tensors"),
+    ]:
+        expect(capsys, ex03.encode, [answer], "✗", words, *ex03._example_model())

@@ -2,7 +2,6 @@
 (Hostile answers, for every check at once: tests/test_exercises.py.)"""
 import math
 
-import pytest
 import torch
 from exercise_doubles import expect
 
@@ -63,58 +62,58 @@ def forgot_theta(pair, m, theta):
     return right(pair, m, 1.0)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right, right_as_complex], "✓", "rotate_pair: matches attnlab's version on 3 random inputs."),
-    ([wrong_way], "✗", "turns the pair the wrong way (by -m·θ)"),
-    ([same_angle_everywhere], "✗", "every position turns by the same angle θ"),
-    ([turned_first_reused], "✗", "computed from the already turned first one"),
-    ([forgot_theta], "✗", "differs from the reference"),
-])
-def test_rotate_pair(capsys, answers, mark, words):
-    expect(capsys, ex04.rotate_pair, answers, mark, words)
+def test_rotate_pair(capsys):
+    expect(capsys, ex04.rotate_pair, [right, right_as_complex], "✓",
+           "rotate_pair: matches attnlab's version on 3 random inputs.")
+    for answer, words in [
+        (wrong_way, "turns the pair the wrong way (by -m·θ)"),
+        (same_angle_everywhere, "every position turns by the same angle θ"),
+        (turned_first_reused, "computed from the already turned first one"),
+        (forgot_theta, "differs from the reference"),
+    ]:
+        expect(capsys, ex04.rotate_pair, [answer], "✗", words)
 
 
 # --- explore: the learned table rescaled ---------------------------------------------------------
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([ex04.RESCALED_REACH, float(ex04.RESCALED_REACH), torch.tensor(ex04.RESCALED_REACH)], "✓",
-     "rescaled learned positions: that is what the experiment gives."),
-    ([ex04.UNSCALED_REACH], "✗", "that is when the table as drawn reaches 0.9"),
-    ([ex04.RESCALED_REACH - 1], "✗", "one too early: epochs count from 1"),
-    ([12, 2.5], "✗", "is not what this experiment gives"),
-])
-def test_rescaled_reach(capsys, answers, mark, words):
-    returned = expect(capsys, ex04.rescaled_reach, answers, mark, words)
-    if mark == "✗":
-        assert returned == [ex04.RESCALED_REACH] * len(answers)
+def test_rescaled_reach(capsys):
+    expect(capsys, ex04.rescaled_reach,
+           [ex04.RESCALED_REACH, float(ex04.RESCALED_REACH), torch.tensor(ex04.RESCALED_REACH)],
+           "✓", "rescaled learned positions: that is what the experiment gives.")
+    for answers, words in [
+        ([ex04.UNSCALED_REACH], "that is when the table as drawn reaches 0.9"),
+        ([ex04.RESCALED_REACH - 1], "one too early: epochs count from 1"),
+        ([12, 2.5], "is not what this experiment gives"),
+    ]:
+        returned = expect(capsys, ex04.rescaled_reach, answers, "✗", words)
+        assert returned == [ex04.RESCALED_REACH] * len(answers), words
 
 
 def first_epoch_at(history, level=0.9):
     return next(e for e, a in zip(history["epoch"], history["test_acc"]) if a >= level)
 
 
-@pytest.mark.parametrize("scale, epoch", [
-    (RECIPE["d_model"] ** -0.5 / LEARNED_POSITION_STD, ex04.RESCALED_REACH),
-    (1.0, ex04.UNSCALED_REACH),
-])
-def test_the_reach_epochs_are_what_the_experiment_gives(scale, epoch):
+def test_the_reach_epochs_are_what_the_experiment_gives():
     vocab = Vocab.for_reviews()
     train, test = task_reviews("contrast", seed=0)
-    model = initial_model(len(vocab), "learned", seed=0)
-    with torch.no_grad():
-        model.embed.pos.table.mul_(scale)
-    history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2],
-                             epochs=epoch, seed=0)
-    assert first_epoch_at(history) == epoch
+    for scale, epoch in ((RECIPE["d_model"] ** -0.5 / LEARNED_POSITION_STD, ex04.RESCALED_REACH),
+                         (1.0, ex04.UNSCALED_REACH)):
+        model = initial_model(len(vocab), "learned", seed=0)
+        with torch.no_grad():
+            model.embed.pos.table.mul_(scale)
+        history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2],
+                                 epochs=epoch, seed=0)
+        assert first_epoch_at(history) == epoch, f"table scaled by {scale}"
 
 
 # --- predict: which encodings survive twice the length -------------------------------------------
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([{"rotary"}, ["rotary"], "rotary"], "✓", "you predicted {rotary}; measured {rotary}. A"),
-    ([{"rotary", "sinusoidal"}, set()], "✗", "measured {rotary}. Hint: A rotary score"),
-    ([{"rotary", "alibi"}], "✗", "'alibi' is not one of the encodings"),
-    ([0.9], "✗", "expected a set of encoding names, got a float"),
-])
-def test_survivors(capsys, answers, mark, words):
-    expect(capsys, ex04.survivors, answers, mark, words, {"rotary"})
+def test_survivors(capsys):
+    expect(capsys, ex04.survivors, [{"rotary"}, ["rotary"], "rotary"], "✓",
+           "you predicted {rotary}; measured {rotary}. A", {"rotary"})
+    for answers, words in [
+        ([{"rotary", "sinusoidal"}, set()], "measured {rotary}. Hint: A rotary score"),
+        ([{"rotary", "alibi"}], "'alibi' is not one of the encodings"),
+        ([0.9], "expected a set of encoding names, got a float"),
+    ]:
+        expect(capsys, ex04.survivors, answers, "✗", words, {"rotary"})

@@ -1,7 +1,6 @@
 """Notebook 05's exercises: the right answers and the typical mistakes, one case per ✗ message.
 (Hostile answers, for every check at once: tests/test_exercises.py.) Synthetic tensors only: no
 MobileNetV2, no Fashion-MNIST."""
-import pytest
 import torch
 import torch.nn.functional as F
 from exercise_doubles import expect
@@ -34,20 +33,23 @@ def soft_with(queries, database, labels, tau, *, normalise=True, scale="1/tau", 
     return attnlab.scaled_dot_product_attention(q, k, v, scale=scale)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([soft_right, soft_written_out], "✓",
-     "soft k-NN as attention: matches attnlab's version on 3 random inputs."),
-    ([lambda *a: soft_with(*a, normalise=False), lambda *a: soft_with(*a, scale="default"),
-      lambda *a: soft_with(*a, scale="tau")], "✗", "differs from the reference"),
-    ([lambda *a: soft_with(*a, classes=-1)], "✗", "expected (3, 10)"),  # one_hot's own count
-    ([lambda *a: tuple(t.float() for t in soft_right(*a))], "✗",
-     "dtype torch.float32, expected torch.float64"),
-    ([lambda *a: soft_right(*a)[0]], "✗", "tuple of 2 tensors"),  # the probabilities only
-    ([lambda q, d, labels, tau: attnlab.scaled_dot_product_attention(  # int64 values
-        *unit(q, d), F.one_hot(labels, 10), scale=1 / tau)], "✗", "raised TypeError"),
-])
-def test_soft_knn(capsys, answers, mark, words):
-    expect(capsys, ex05.soft_knn, answers, mark, words)
+def test_soft_knn_right_answers(capsys):
+    expect(capsys, ex05.soft_knn, [soft_right, soft_written_out], "✓",
+           "soft k-NN as attention: matches attnlab's version on 3 random inputs.")
+
+
+def test_soft_knn_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([lambda *a: soft_with(*a, normalise=False), lambda *a: soft_with(*a, scale="default"),
+          lambda *a: soft_with(*a, scale="tau")], "differs from the reference"),
+        ([lambda *a: soft_with(*a, classes=-1)], "expected (3, 10)"),  # one_hot's own count
+        ([lambda *a: tuple(t.float() for t in soft_right(*a))],
+         "dtype torch.float32, expected torch.float64"),
+        ([lambda *a: soft_right(*a)[0]], "tuple of 2 tensors"),  # the probabilities only
+        ([lambda q, d, labels, tau: attnlab.scaled_dot_product_attention(  # int64 values
+            *unit(q, d), F.one_hot(labels, 10), scale=1 / tau)], "raised TypeError"),
+    ]:
+        expect(capsys, ex05.soft_knn, answers, "✗", words)
 
 
 # --- predict the accuracy under uniform attention ----------------------------------------------
@@ -72,19 +74,23 @@ def roles(weights, odd, *, read="column", with_self=False, times=True, own_entry
     return (received * scale).mean(0), (itself * scale).mean(0)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([roles, lambda w, o: (attnlab.probes.target_roles(w, o)["from_others"],
-                           attnlab.probes.target_roles(w, o)["on_itself"])],
-     "✓", "your two scores are attnlab's, per head, on random weights."),
-    ([lambda w, o: roles(w, o, read="row")], "✗", "reads the odd image's row"),
-    ([lambda w, o: roles(w, o, with_self=True)], "✗", "includes the odd image's weight on itself"),
-    ([lambda w, o: roles(w, o, times=False)], "✗", "are not times T"),
-    ([lambda w, o: roles(w, o, own_entry=False)], "✗", "the mean of the odd image's row"),
-    ([lambda w, o: tuple(r.mean() for r in roles(w, o))], "✗", "has shape (), expected (3,)"),
-    ([lambda w, o: roles(w, o)[0]], "✗", "tuple of 2 tensors"),
-])
-def test_target_roles(capsys, answers, mark, words):
-    expect(capsys, ex05.target_roles, answers, mark, words)
+def test_target_roles_right_answers(capsys):
+    expect(capsys, ex05.target_roles,
+           [roles, lambda w, o: (attnlab.probes.target_roles(w, o)["from_others"],
+                                 attnlab.probes.target_roles(w, o)["on_itself"])],
+           "✓", "your two scores are attnlab's, per head, on random weights.")
+
+
+def test_target_roles_names_each_typical_mistake(capsys):
+    for answer, words in [
+        (lambda w, o: roles(w, o, read="row"), "reads the odd image's row"),
+        (lambda w, o: roles(w, o, with_self=True), "includes the odd image's weight on itself"),
+        (lambda w, o: roles(w, o, times=False), "are not times T"),
+        (lambda w, o: roles(w, o, own_entry=False), "the mean of the odd image's row"),
+        (lambda w, o: tuple(r.mean() for r in roles(w, o)), "has shape (), expected (3,)"),
+        (lambda w, o: roles(w, o)[0], "tuple of 2 tensors"),
+    ]:
+        expect(capsys, ex05.target_roles, [answer], "✗", words)
 
 
 # --- explore: the smallest set --------------------------------------------------------------------

@@ -41,24 +41,29 @@ def per_sequence(weights, tokens):  # the mean per sequence, then over sequences
                         for b in range(len(tokens))]).mean(0)
 
 
-@pytest.mark.parametrize("answers, mark, words", [
-    ([right, per_sequence, probes.induction_score], "✓",
-     "induction_score: matches attnlab.probes.induction_score on 2 batches"),
-    ([lambda w, t: at_keys(w, last_and_first(t)[0], last_and_first(t)[0] >= 0)], "✗",
-     "you scored the previous occurrence itself (key s)"),
-    ([lambda w, t: at_keys(w, torch.arange(t.shape[1]).expand_as(t) - 1,
-                           last_and_first(t)[0] >= 0),
-      lambda w, t: probes.previous_token_score(w)], "✗", "that is the previous-token score"),
-    ([lambda w, t: at_keys(w, last_and_first(t)[1] + 1, last_and_first(t)[0] >= 0)], "✗",
-     "you took the first earlier occurrence"),
-    ([lambda w, t: at_keys(w, last_and_first(t)[0] + 1, torch.ones_like(t, dtype=torch.bool))],
-     "✗", "you counted every query, also those whose token is new"),
-    ([lambda w, t: right(w, t) * 1.1], "✗", "your score differs from the reference by up to"),
-])
-def test_induction_score(capsys, answers, mark, words):
-    got = expect(capsys, ex09.induction_score, answers, mark, words)
-    if mark == "✗":
-        assert all(g is probes.induction_score for g in got)  # the reference comes back
+def test_induction_score_right_answers(capsys):
+    answers = [right, per_sequence, probes.induction_score]
+    got = expect(capsys, ex09.induction_score, answers, "✓",
+                 "induction_score: matches attnlab.probes.induction_score on 2 batches")
+    assert got == answers
+
+
+def test_induction_score_names_each_typical_mistake(capsys):
+    for answers, words in [
+        ([lambda w, t: at_keys(w, last_and_first(t)[0], last_and_first(t)[0] >= 0)],
+         "you scored the previous occurrence itself (key s)"),
+        ([lambda w, t: at_keys(w, torch.arange(t.shape[1]).expand_as(t) - 1,
+                               last_and_first(t)[0] >= 0),
+          lambda w, t: probes.previous_token_score(w)], "that is the previous-token score"),
+        ([lambda w, t: at_keys(w, last_and_first(t)[1] + 1, last_and_first(t)[0] >= 0)],
+         "you took the first earlier occurrence"),
+        ([lambda w, t: at_keys(w, last_and_first(t)[0] + 1,
+                               torch.ones_like(t, dtype=torch.bool))],
+         "you counted every query, also those whose token is new"),
+        ([lambda w, t: right(w, t) * 1.1], "your score differs from the reference by up to"),
+    ]:
+        got = expect(capsys, ex09.induction_score, answers, "✗", words)
+        assert all(g is probes.induction_score for g in got), words  # the reference comes back
 
 
 # --- the predictions ------------------------------------------------------------------------------
@@ -107,14 +112,14 @@ def measured(monkeypatch):
     return losses
 
 
-@pytest.mark.parametrize("answer, mark, words", [
-    (2.77, "✓", "that is the loss the experiment gives"),
-    (2.70, "✓", "that is the loss the experiment gives"),
-    (1.76, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # on short repeats
-    (0.62, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # on its own test
-    (3.51, "✗", "looks like the loss on the random tokens"),
-    (1.0, "✗", "1.00 nats is not the loss the experiment gives"),
-])
-def test_shorter_repeat_names_the_mistakes(capsys, measured, answer, mark, words):
-    (got,) = expect(capsys, ex09.shorter_repeat, [answer], mark, words)
-    assert got == (answer if mark == "✓" else 2.77)
+def test_shorter_repeat_names_the_mistakes(capsys, measured):
+    for answer, mark, words in [
+        (2.77, "✓", "that is the loss the experiment gives"),
+        (2.70, "✓", "that is the loss the experiment gives"),
+        (1.76, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # short repeats
+        (0.62, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # its own test
+        (3.51, "✗", "looks like the loss on the random tokens"),
+        (1.0, "✗", "1.00 nats is not the loss the experiment gives"),
+    ]:
+        (got,) = expect(capsys, ex09.shorter_repeat, [answer], mark, words)
+        assert got == (answer if mark == "✓" else 2.77), answer

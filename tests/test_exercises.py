@@ -94,20 +94,28 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
 
 # --- the one flow: check_answer ---------------------------------------------------------------
 
-@pytest.mark.parametrize("judge, mark, words, returned", [
-    (lambda a: None, "✓", "✓ x: fine.", 7),
-    (lambda a: "it is odd", "✗", "✗ x: it is odd. Hint: look again", -1),
-    (lambda a: Verdict.right("7 is right.", value=7.0), "✓", "✓ x: 7 is right.", 7.0),
-    (lambda a: Verdict.wrong("too big", "smaller"), "✗", "✗ x: too big. Hint: smaller", -1),
-    (lambda a: 1 / 0, "✗", "✗ x: checking your answer raised ZeroDivisionError", -1),
-    (loops_forever, "✗", "✗ x: checking your answer did not finish within 0.1 s", -1),
-])
-def test_check_answer_lets_the_judge_decide_and_never_raises(capsys, judge, mark, words, returned):
-    got = check_answer(7, judge, name="x", reference=-1, hint="look again", success="fine",
-                       seconds=0.1)
-    sign, line = one_line(capsys)
-    assert sign == mark and line.startswith(words), line
-    assert got == returned and type(got) is type(returned)
+def test_check_answer_lets_the_judge_decide(capsys):
+    for judge, mark, words, returned in [
+        (lambda a: None, "✓", "✓ x: fine.", 7),
+        (lambda a: "it is odd", "✗", "✗ x: it is odd. Hint: look again", -1),
+        (lambda a: Verdict.right("7 is right.", value=7.0), "✓", "✓ x: 7 is right.", 7.0),
+        (lambda a: Verdict.wrong("too big", "smaller"), "✗", "✗ x: too big. Hint: smaller", -1),
+    ]:
+        got = check_answer(7, judge, name="x", reference=-1, hint="look again", success="fine")
+        sign, line = one_line(capsys)
+        assert sign == mark and line.startswith(words), (words, line)
+        assert got == returned and type(got) is type(returned), words
+
+
+def test_a_judge_that_raises_or_hangs_is_a_cross_not_a_traceback(capsys):
+    for judge, words in [
+        (lambda a: 1 / 0, "✗ x: checking your answer raised ZeroDivisionError"),
+        (loops_forever, "✗ x: checking your answer did not finish within 0.1 s"),
+    ]:
+        got = check_answer(7, judge, name="x", reference=-1, hint="look again", seconds=0.1)
+        sign, line = one_line(capsys)
+        assert sign == "✗" and line.startswith(words), (words, line)
+        assert got == -1, words
 
 
 def test_a_hint_in_two_steps_gives_the_nudge_then_the_method(capsys):
@@ -135,15 +143,15 @@ def four_parts(x):
     return x, x + 1, x + 2, x + 3
 
 
-@pytest.mark.parametrize("answer, mark, words", [
-    (four_parts, "✓", "f: matches attnlab's version on 1 random input."),  # singular
-    (lambda x: four_parts(x)[:3] + (x,), "✗", "the fourth result differs from the reference"),
-])
-def test_check_function_compares_every_part_of_a_tuple(capsys, answer, mark, words):
-    got = check_function(answer, four_parts, [(torch.zeros(2),)], name="f", hint="h")
-    sign, line = one_line(capsys)
-    assert sign == mark and words in line, line
-    assert got is (answer if mark == "✓" else four_parts)
+def test_check_function_compares_every_part_of_a_tuple(capsys):
+    for answer, mark, words in [
+        (four_parts, "✓", "f: matches attnlab's version on 1 random input."),  # singular
+        (lambda x: four_parts(x)[:3] + (x,), "✗", "the fourth result differs from the reference"),
+    ]:
+        got = check_function(answer, four_parts, [(torch.zeros(2),)], name="f", hint="h")
+        sign, line = one_line(capsys)
+        assert sign == mark and words in line, (words, line)
+        assert got is (answer if mark == "✓" else four_parts), words
 
 
 def test_a_compare_that_cannot_read_a_result_leaves_it_to_the_plain_comparison(capsys):
@@ -153,16 +161,16 @@ def test_a_compare_that_cannot_read_a_result_leaves_it_to_the_plain_comparison(c
     assert sign == "✗" and "has dtype torch.int64, expected torch.float32" in line, line
 
 
-@pytest.mark.parametrize("guess, mark, words", [
-    (np.array([0.4, 0.25, 0.35]), "✓", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
-    ([0.4, "a", 0.35], "✗", "each guess should be a number, got the string 'a'"),
-])
-def test_check_prediction_reads_a_list_of_numbers(capsys, guess, mark, words):
+def test_check_prediction_reads_a_list_of_numbers(capsys):
     measured = [0.405, 0.246, 0.349]
-    got = check_prediction(guess, measured, name="weights", tolerance=0.05)
-    sign, line = one_line(capsys)
-    assert sign == mark and words in line, line
-    assert got == ([0.4, 0.25, 0.35] if mark == "✓" else measured)  # an array comes back a list
+    for guess, mark, words in [
+        (np.array([0.4, 0.25, 0.35]), "✓", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
+        ([0.4, "a", 0.35], "✗", "each guess should be a number, got the string 'a'"),
+    ]:
+        got = check_prediction(guess, measured, name="weights", tolerance=0.05)
+        sign, line = one_line(capsys)
+        assert sign == mark and words in line, (words, line)
+        assert got == ([0.4, 0.25, 0.35] if mark == "✓" else measured), words  # array -> list
 
 
 def test_check_number_a_rule_that_breaks_is_a_cross_not_a_traceback(capsys):
