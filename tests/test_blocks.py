@@ -3,57 +3,47 @@ block (permutation equivariance without a mask, no output depending on a later t
 causal mask); positional encodings."""
 import math
 
-import pytest
 import torch
+from conftest import copy_into_torch_mha, raises_each, rand
 
 import attnlab
 from attnlab.blocks import DecoderBlock, EncoderBlock, PositionalEncoding, sinusoidal_table
 
 
-def rand(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def copy_mha(ours, ref):
-    """Our q, k, v, out projections into a torch.nn.MultiheadAttention."""
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q.weight, ours.k.weight, ours.v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.q.bias, ours.k.bias, ours.v.bias]))
-        ref.out_proj.weight.copy_(ours.out.weight)
-        ref.out_proj.bias.copy_(ours.out.bias)
-
-
-@pytest.mark.parametrize("norm", ["post", "pre"])
-def test_encoder_block_matches_torch_layer(norm):
-    torch.manual_seed(0)
-    ours = EncoderBlock(16, 4, 32, norm=norm).eval()
-    ref = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
-                                           norm_first=norm == "pre").eval()
-    copy_mha(ours.attn, ref.self_attn)
-    for mine, theirs in ((ours.ff[0], ref.linear1), (ours.ff[2], ref.linear2),
-                         (ours.norm1, ref.norm1), (ours.norm2, ref.norm2)):
-        theirs.load_state_dict(mine.state_dict())
+def test_encoder_block_matches_torch_layer_post_and_pre_norm():
     x = rand(2, 5, 16, seed=8)
-    torch.testing.assert_close(ours(x)[0], ref(x), atol=1e-5, rtol=1e-5)
+    for norm in ("post", "pre"):
+        torch.manual_seed(0)
+        ours = EncoderBlock(16, 4, 32, norm=norm).eval()
+        ref = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
+                                               norm_first=norm == "pre").eval()
+        copy_into_torch_mha(ours.attn, ref.self_attn)
+        for mine, theirs in ((ours.ff[0], ref.linear1), (ours.ff[2], ref.linear2),
+                             (ours.norm1, ref.norm1), (ours.norm2, ref.norm2)):
+            theirs.load_state_dict(mine.state_dict())
+        torch.testing.assert_close(ours(x)[0], ref(x), atol=1e-5, rtol=1e-5,
+                                   msg=lambda m, norm=norm: f"{norm}-norm: {m}")
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
-def test_decoder_block_matches_torch_decoder_layer(norm):
-    torch.manual_seed(0)
-    ours = DecoderBlock(16, 4, 32, norm=norm).eval()
-    ref = torch.nn.TransformerDecoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
-                                           norm_first=norm == "pre").eval()
-    copy_mha(ours.self_attn, ref.self_attn)
-    copy_mha(ours.cross_attn, ref.multihead_attn)
-    for mine, theirs in ((ours.ff[0], ref.linear1), (ours.ff[2], ref.linear2),
-                         (ours.norm1, ref.norm1), (ours.norm2, ref.norm2), (ours.norm3, ref.norm3)):
-        theirs.load_state_dict(mine.state_dict())
+def test_decoder_block_matches_torch_decoder_layer_post_and_pre_norm():
     x, memory = rand(2, 6, 16, seed=1), rand(2, 9, 16, seed=2)
-    y, self_w, cross_w = ours(x, memory)
-    expected = ref(x, memory, tgt_mask=~attnlab.causal_mask(6))  # torch: True = may not attend
-    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
-    assert self_w.shape == (2, 4, 6, 6) and cross_w.shape == (2, 4, 6, 9)
-    assert torch.all(self_w[..., ~attnlab.causal_mask(6)] == 0.0)
+    for norm in ("post", "pre"):
+        torch.manual_seed(0)
+        ours = DecoderBlock(16, 4, 32, norm=norm).eval()
+        ref = torch.nn.TransformerDecoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
+                                               norm_first=norm == "pre").eval()
+        copy_into_torch_mha(ours.self_attn, ref.self_attn)
+        copy_into_torch_mha(ours.cross_attn, ref.multihead_attn)
+        for mine, theirs in ((ours.ff[0], ref.linear1), (ours.ff[2], ref.linear2),
+                             (ours.norm1, ref.norm1), (ours.norm2, ref.norm2),
+                             (ours.norm3, ref.norm3)):
+            theirs.load_state_dict(mine.state_dict())
+        y, self_w, cross_w = ours(x, memory)
+        expected = ref(x, memory, tgt_mask=~attnlab.causal_mask(6))  # torch: True = may not
+        torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5,
+                                   msg=lambda m, norm=norm: f"{norm}-norm: {m}")
+        assert self_w.shape == (2, 4, 6, 6) and cross_w.shape == (2, 4, 6, 9), norm
+        assert torch.all(self_w[..., ~attnlab.causal_mask(6)] == 0.0), norm
 
 
 def test_decoder_block_without_cross_attention_is_an_encoder_block_with_the_causal_mask():
@@ -81,17 +71,18 @@ def test_without_a_mask_a_block_is_permutation_equivariant():
     torch.testing.assert_close(block(x[:, perm])[0], block(x)[0][:, perm], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
-def test_under_the_causal_mask_no_output_depends_on_a_later_token(norm):
-    torch.manual_seed(0)
-    block = DecoderBlock(16, 4, 32, norm=norm, cross=False, rotary=True).eval()
+def test_under_the_causal_mask_no_output_depends_on_a_later_token():
     x = rand(2, 8, 16, seed=12)
-    for t in range(8):
-        changed = x.clone()
-        changed[:, t:] = rand(2, 8 - t, 16, seed=100 + t)  # every token from t on is new
-        y, y_changed = block(x)[0], block(changed)[0]
-        assert torch.equal(y[:, :t], y_changed[:, :t])  # bit-identical, not merely close
-        assert not torch.allclose(y[:, t:], y_changed[:, t:])
+    for norm in ("post", "pre"):
+        torch.manual_seed(0)
+        block = DecoderBlock(16, 4, 32, norm=norm, cross=False, rotary=True).eval()
+        y = block(x)[0]
+        for t in range(8):
+            changed = x.clone()
+            changed[:, t:] = rand(2, 8 - t, 16, seed=100 + t)  # every token from t on is new
+            y_changed = block(changed)[0]
+            assert torch.equal(y[:, :t], y_changed[:, :t]), (norm, t)  # bit-identical
+            assert not torch.allclose(y[:, t:], y_changed[:, t:]), (norm, t)
 
 
 def test_positional_encodings():
@@ -106,14 +97,11 @@ def test_positional_encodings():
     assert learned(x).shape == (2, 10, 8) and learned.table.requires_grad
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: EncoderBlock(8, 2, 16, norm="sandwich"), ValueError, "norm must be one of"),
-    (lambda: PositionalEncoding(8, max_len=4, kind="learned")(torch.zeros(1, 5, 8)), ValueError,
-     "no vector for position 4"),
-    (lambda: DecoderBlock(16, 4, 32)(rand(1, 3, 16)), ValueError, "pass context"),
-    (lambda: DecoderBlock(16, 4, 32, cross=False)(rand(1, 3, 16), rand(1, 3, 16)), ValueError,
-     "no cross-attention"),
-])
-def test_bad_arguments_say_what_is_wrong(call, error, message):
-    with pytest.raises(error, match=message):
-        call()
+def test_blocks_say_what_is_wrong():
+    raises_each([
+        (lambda: PositionalEncoding(8, max_len=4, kind="learned")(torch.zeros(1, 5, 8)),
+         "no vector for position 4"),
+        (lambda: DecoderBlock(16, 4, 32)(rand(1, 3, 16)), "pass context"),
+        (lambda: DecoderBlock(16, 4, 32, cross=False)(rand(1, 3, 16), rand(1, 3, 16)),
+         "no cross-attention"),
+    ], ValueError)

@@ -2,8 +2,8 @@
 a TypeError, a wrong value a ValueError; the message names the argument, what was given (short,
 even for a huge value) and what is expected; the value comes back converted where harmless."""
 import numpy as np
-import pytest
 import torch
+from conftest import raises_each
 
 from attnlab.checks import (
     check_bool,
@@ -23,24 +23,29 @@ def test_good_values_come_back_converted():
     assert check_tensor("x", torch.zeros(2, 3), min_dim=2, floating=True).shape == (2, 3)
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: check_int("n_heads", 2.0), TypeError, r"n_heads must be an int, got 2\.0 \(float\)"),
-    (lambda: check_int("n", True), TypeError, r"n must be an int, got True \(bool\)"),
-    (lambda: check_int("d_model", 0, minimum=1), ValueError, "d_model must be an int >= 1, got 0"),
-    (lambda: check_number("lr", float("nan")), ValueError, "lr must be a finite number, got nan"),
-    (lambda: check_number("p", 1.5, minimum=0.0, maximum=1.0, exclusive_maximum=True),
-     ValueError, r"p must be a finite number >= 0\.0 and < 1\.0, got 1\.5"),
-    (lambda: check_bool("cache", "no"), TypeError, "cache must be True or False, got 'no'"),
-    (lambda: check_choice("kind", "rope", ("learned", "sinusoidal")), ValueError,
-     "kind must be one of 'learned', 'sinusoidal', got 'rope'"),
-    (lambda: check_str("text", b"x" * 1000), TypeError,
-     r"text must be a str, got b'x+\.\.\. \(bytes\)"),
-    (lambda: check_tensor("q", [[1.0]]), TypeError, "q must be a torch.Tensor, got list"),
-    (lambda: check_tensor("q", torch.ones(2, dtype=torch.long), floating=True), TypeError,
-     "q must be a floating-point tensor"),
-    (lambda: check_tensor("q", torch.ones(4), min_dim=2), ValueError,
-     r"q must have at least 2 dimensions, got shape \(4,\)"),
-])
-def test_a_wrong_type_or_value_is_named_with_what_was_expected(call, error, message):
-    with pytest.raises(error, match=message):
-        call()
+def test_a_wrong_type_is_a_type_error_naming_what_was_given_and_expected():
+    raises_each([
+        (lambda: check_int("n_heads", 2.0), r"n_heads must be an int, got 2\.0 \(float\)"),
+        (lambda: check_int("n", True), r"n must be an int, got True \(bool\)"),
+        (lambda: check_number("alpha", "0.35"), "alpha must be a number, got '0.35'"),
+        (lambda: check_bool("cache", "no"), "cache must be True or False, got 'no'"),
+        (lambda: check_str("text", b"x" * 1000), r"text must be a str, got b'x+\.\.\. \(bytes\)"),
+        (lambda: check_tensor("q", [[1.0]]), "q must be a torch.Tensor, got list"),
+        (lambda: check_tensor("q", torch.ones(2, dtype=torch.long), floating=True),
+         "q must be a floating-point tensor"),
+    ], TypeError)
+
+
+def test_a_wrong_value_is_a_value_error_naming_what_was_given_and_expected():
+    raises_each([
+        (lambda: check_int("d_model", 0, minimum=1), "d_model must be an int >= 1, got 0"),
+        (lambda: check_number("lr", float("nan")), "lr must be a finite number, got nan"),
+        (lambda: check_number("lr", 0, minimum=0, exclusive_minimum=True),
+         "lr must be a finite number > 0, got 0"),
+        (lambda: check_number("p", 1.5, minimum=0.0, maximum=1.0, exclusive_maximum=True),
+         r"p must be a finite number >= 0\.0 and < 1\.0, got 1\.5"),
+        (lambda: check_choice("kind", "rope", ("learned", "sinusoidal")),
+         "kind must be one of 'learned', 'sinusoidal', got 'rope'"),
+        (lambda: check_tensor("q", torch.ones(4), min_dim=2),
+         r"q must have at least 2 dimensions, got shape \(4,\)"),
+    ], ValueError)

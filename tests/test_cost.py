@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import raises_each
 from torch import nn
 
 import attnlab
-from attnlab import cost, report, scaling
+from attnlab import cost, report
 
 
 class CumSum(nn.Module):
@@ -66,16 +67,10 @@ def test_thread_clock_refuses_several_torch_threads():
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"thunks": {}}, TypeError, "non-empty mapping"),
-    ({"thunks": {"x": 3}}, TypeError, r"thunks\['x'\] must be callable"),
-    ({"thunks": {"x": lambda: None}, "repeats": 0}, ValueError, "repeats"),
-    ({"thunks": {"x": lambda: None}, "clock": "cpu"}, ValueError, "clock"),
-])
-def test_measure_times_rejects_bad_arguments(kwargs, error, match):
-    thunks = kwargs.pop("thunks")
-    with pytest.raises(error, match=match):
-        cost.measure_times(thunks, **kwargs)
+def test_measure_times_wants_a_mapping_of_callables():
+    raises_each([(lambda: cost.measure_times({}), "non-empty mapping"),
+                 (lambda: cost.measure_times({"x": 3}), r"thunks\['x'\] must be callable")],
+                TypeError)
 
 
 # --- peak_memory ---------------------------------------------------------------------------
@@ -113,9 +108,11 @@ def test_peak_memory_is_exactly_repeatable_and_sees_the_score_matrix():
     assert fused < 4 * T * T  # the fused kernel never holds a whole T×T matrix
 
 
-def test_peak_memory_rejects_non_callables():
+def test_the_measures_refuse_what_is_not_callable():
     with pytest.raises(TypeError, match="fn must be a zero-argument callable"):
         cost.peak_memory(torch.empty(3))
+    with pytest.raises(TypeError, match="fn must be a zero-argument callable"):
+        cost.count_flops("not callable")
 
 
 def test_peak_memory_keeps_stderr_clean():
@@ -135,35 +132,16 @@ def test_attention_flops_matches_the_counter_and_quadruples_to_sixteen():
     assert cost.attention_flops(4 * 37, 4 * 37, 16) == 16 * cost.attention_flops(37, 37, 16)
 
 
-@pytest.mark.parametrize("T, d, heads", [(10, 16, 2), (33, 24, 3)])
-def test_layer_flops_matches_the_counter(T, d, heads):
-    mha = attnlab.MultiHeadAttention(d, heads)
-    lstm = nn.LSTM(d, d, batch_first=True).double()  # float64: step by step, visible to the counter
-    with torch.no_grad():
-        assert cost.count_flops(lambda: mha(torch.randn(2, T, d))) == \
-            cost.layer_flops("attention", T, d, batch=2)
-        assert cost.count_flops(lambda: lstm(torch.randn(2, T, d, dtype=torch.float64))) == \
-            cost.layer_flops("lstm", T, d, batch=2)
-
-
-def test_flop_formulas_reject_bad_arguments():
-    with pytest.raises(ValueError, match="kind"):
-        cost.layer_flops("gru", 10, 8)
-    with pytest.raises(ValueError, match="seq_len"):
-        cost.layer_flops("lstm", 0, 8)
-    with pytest.raises(TypeError, match="d_k"):
-        cost.attention_flops(3, 3, 2.5)
-    with pytest.raises(ValueError, match="batch"):
-        cost.attention_flops(3, 3, 2, batch=0)
-    with pytest.raises(TypeError, match="fn"):
-        cost.count_flops("not callable")
-
-
-def test_loglog_slope_is_the_series_shared_fit():
-    assert cost.loglog_slope is scaling.loglog_slope
-    T = np.array([64, 128, 256, 512])
-    assert cost.loglog_slope(T, 3e-9 * T**2) == pytest.approx(2.0)
-    assert cost.loglog_slope(T, 5.0 * T) == pytest.approx(1.0)
+def test_layer_flops_matches_the_counter():
+    for T, d, heads in [(10, 16, 2), (33, 24, 3)]:
+        mha = attnlab.MultiHeadAttention(d, heads)
+        lstm = nn.LSTM(d, d, batch_first=True).double()  # float64: step by step, counted
+        x = torch.randn(2, T, d)
+        with torch.no_grad():
+            assert cost.count_flops(lambda mha=mha, x=x: mha(x)) == \
+                cost.layer_flops("attention", T, d, batch=2), (T, d, heads)
+            assert cost.count_flops(lambda lstm=lstm, x=x: lstm(x.double())) == \
+                cost.layer_flops("lstm", T, d, batch=2), (T, d, heads)
 
 
 # --- paths, gradients, order ---------------------------------------------------------------
@@ -204,8 +182,6 @@ def test_first_token_gradient_vanishes_through_an_lstm_but_not_through_attention
 def test_first_token_gradient_rejects_bad_arguments():
     with pytest.raises(ValueError, match="distances"):
         cost.first_token_gradient(CumSum(), [], 4)
-    with pytest.raises(ValueError, match="each distance"):
-        cost.first_token_gradient(CumSum(), [0], 4)
     with pytest.raises(TypeError, match="layer"):
         cost.first_token_gradient(lambda x: x, [1], 4)
     with pytest.raises(ValueError, match=r"\(B, T, d"):
@@ -230,15 +206,12 @@ def test_with_forget_bias_rejects_what_it_cannot_set():
         cost.with_forget_bias(nn.GRU(4, 4), 1.0)
     with pytest.raises(ValueError, match="one-layer"):
         cost.with_forget_bias(nn.LSTM(4, 4, num_layers=2), 1.0)
-    with pytest.raises(TypeError, match="bias"):
-        cost.with_forget_bias(nn.LSTM(4, 4), "1")
 
 
-@pytest.mark.parametrize("value, text", [
-    (5.12329172e-57, "5.1e-57"), (-0.02, "-2.0e-02"), (9.97e-3, "1.0e-02"), (0.0, "0.0e+00"),
-])
-def test_sci_writes_a_mantissa_and_a_power_of_ten(value, text):
-    assert cost.sci(value) == text
+def test_sci_writes_a_mantissa_and_a_power_of_ten():
+    for value, text in [(5.12329172e-57, "5.1e-57"), (-0.02, "-2.0e-02"), (9.97e-3, "1.0e-02"),
+                        (0.0, "0.0e+00")]:
+        assert cost.sci(value) == text, value
 
 
 def test_sci_refuses_a_mantissa_on_a_rounding_edge_while_recording(monkeypatch):

@@ -54,16 +54,9 @@ def test_sampling_follows_the_filtered_renormalised_distribution():
     assert sharp[0] > 0.85 and flat.max() - flat.min() < 0.1
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"temperature": -1.0}, ValueError, "temperature"),
-    ({"top_k": 0}, ValueError, "top_k must be an int >= 1"),
-    ({"top_p": 0.0}, ValueError, "top_p must be a finite number > 0"),
-    ({"top_p": 1.5}, ValueError, "top_p"),
-    ({"logits": LOGITS[0]}, ValueError, r"shape \(B, V\)"),
-])
-def test_sample_next_refuses_bad_arguments(kwargs, error, message):
-    with pytest.raises(error, match=message):
-        attnlab.sample_next(**{"logits": LOGITS, **kwargs})
+def test_sample_next_wants_a_batch_of_logit_rows():
+    with pytest.raises(ValueError, match=r"shape \(B, V\)"):
+        attnlab.sample_next(LOGITS[0])
 
 
 def test_generate_is_the_greedy_loop_and_sampling_is_reproducible():
@@ -94,7 +87,7 @@ def test_generate_with_a_source_encodes_it_once():
     assert out.shape == (3, G.LENGTH + 1) and torch.equal(out[:, 1:], expected)
 
 
-def test_training_runs_through_the_one_loop_and_recipes_are_checked():
+def test_training_runs_through_the_one_loop():
     model, losses = G.train_sorter(causal=True, steps=3, batch_size=8)
     assert len(losses) == 3 and not model.training and model.causal
     assert next(model.parameters()).dtype == G.DTYPE
@@ -105,10 +98,6 @@ def test_training_runs_through_the_one_loop_and_recipes_are_checked():
     assert result["future"] == 0
     model, losses = G.train_reverser(steps=2, batch_size=8)
     assert len(losses) == 2 and isinstance(model, EncoderDecoder)
-    with pytest.raises(TypeError, match="unknown recipe keys"):
-        G.train_sorter(epochs=3)
-    with pytest.raises(ValueError, match="lr"):
-        G.train_reverser(lr=0.0)
 
 
 def test_filter_logits_is_what_sample_next_draws_from():
@@ -120,8 +109,6 @@ def test_filter_logits_is_what_sample_next_draws_from():
     assert torch.equal(G.filter_logits(LOGITS, top_p=0.7)[0].isfinite(),
                        torch.tensor([True, True, False, False]))
     assert torch.equal(G.filter_logits(LOGITS), LOGITS)  # nothing asked, nothing dropped
-    with pytest.raises(ValueError, match="top_p"):
-        G.filter_logits(LOGITS, top_p=0.0)
 
 
 def sorter_like(seed=0):

@@ -19,21 +19,24 @@ def causal(T):
     return torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)   True on and below the diagonal
 
 
-@pytest.mark.parametrize("n_kv_heads, rotary", [(4, False), (2, True), (1, True)])
 @torch.no_grad()
-def test_cached_decoding_equals_recomputing_and_one_masked_pass(n_kv_heads, rotary):
-    torch.manual_seed(0)
-    mha = attnlab.MultiHeadAttention(16, 4, n_kv_heads=n_kv_heads, rotary=rotary)
+def test_cached_decoding_equals_recomputing_and_one_masked_pass():
     B, T = 2, 20
     x = torch.randn(B, T, 16)
-    cache = kv_cache.KVCache.for_layer(mha, x, max_len=T)
-    assert cache.keys.shape == (B, n_kv_heads, T, 4)
-    cached = torch.cat([kv_cache.decode_step(mha, x[:, t:t + 1], cache) for t in range(T)], 1)
-    recomputed = torch.cat([kv_cache.recompute_step(mha, x[:, :t + 1]) for t in range(T)], 1)
-    one_pass, _ = mha(x, mask=causal(T))  # (B, T, 16)
-    torch.testing.assert_close(cached, recomputed, atol=1e-5, rtol=0)
-    torch.testing.assert_close(cached, one_pass, atol=1e-5, rtol=0)
-    assert len(cache) == T
+    for n_kv_heads, rotary in [(4, False), (2, True), (1, True)]:
+        case = f"n_kv_heads={n_kv_heads}, rotary={rotary}"
+        torch.manual_seed(0)
+        mha = attnlab.MultiHeadAttention(16, 4, n_kv_heads=n_kv_heads, rotary=rotary)
+        cache = kv_cache.KVCache.for_layer(mha, x, max_len=T)
+        assert cache.keys.shape == (B, n_kv_heads, T, 4), case
+        cached = torch.cat([kv_cache.decode_step(mha, x[:, t:t + 1], cache) for t in range(T)], 1)
+        recomputed = torch.cat([kv_cache.recompute_step(mha, x[:, :t + 1]) for t in range(T)], 1)
+        one_pass, _ = mha(x, mask=causal(T))  # (B, T, 16)
+        torch.testing.assert_close(cached, recomputed, atol=1e-5, rtol=0,
+                                   msg=lambda m, case=case: f"{case}: {m}")
+        torch.testing.assert_close(cached, one_pass, atol=1e-5, rtol=0,
+                                   msg=lambda m, case=case: f"{case}: {m}")
+        assert len(cache) == T, case
 
 
 @torch.no_grad()
@@ -54,10 +57,8 @@ def test_crop_goes_back_and_decoding_again_repeats_the_step(mha):
     cache.crop(5)
     again = kv_cache.decode_step(mha, x[:, 5:6], cache)
     torch.testing.assert_close(first, again, atol=0, rtol=0)
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match="length must be an int >= 0 and <= 6, got 7"):
         cache.crop(7)  # cannot crop forward
-    with pytest.raises(TypeError, match="length"):
-        cache.crop(2.0)
 
 
 def test_the_cache_holds_what_bytes_per_token_says():
@@ -76,29 +77,24 @@ def test_the_cache_holds_what_bytes_per_token_says():
     assert small.nbytes == 10 * kv_cache.bytes_per_token(1, 2, 4)
 
 
-def test_bad_inputs_are_refused(mha):
-    with pytest.raises(ValueError, match="max_len"):
-        kv_cache.KVCache.for_layer(mha, torch.zeros(1, 2, 16), max_len=0)
+def test_a_step_takes_one_token(mha):
     cache = kv_cache.KVCache(1, 4, 4, max_len=3)
     with pytest.raises(ValueError, match=r"\(B, 1, d_model=16\), got \(1, 2, 16\)"):
         kv_cache.decode_step(mha, torch.zeros(1, 2, 16), cache)
-    with pytest.raises(TypeError, match="x_t"):
-        kv_cache.decode_step(mha, [0.0] * 16, cache)
-    with pytest.raises(ValueError, match="n_kv_heads must be an int >= 1"):
-        kv_cache.bytes_per_token(32, 0, 128)
 
 
-@pytest.mark.parametrize("t", [1, 7, 33])
 @torch.no_grad()
-def test_step_flops_count_what_pytorch_runs_and_differ_by_exactly_t(mha, t):
-    x = torch.randn(1, t, 16)
-    cache = kv_cache.prefill(mha, x[:, :t - 1], max_len=t)
-    cached = cost.count_flops(lambda: kv_cache.decode_step(mha, x[:, t - 1:], cache))
-    recomputed = cost.count_flops(lambda: kv_cache.recompute_step(mha, x))
-    assert cached == kv_cache.step_flops(t, 16, cached=True)
-    assert recomputed == kv_cache.step_flops(t, 16, cached=False)
-    assert recomputed == cost.layer_flops("attention", t, 16)
-    assert recomputed == t * cached
+def test_step_flops_count_what_pytorch_runs_and_differ_by_exactly_t(mha):
+    for t in (1, 7, 33):
+        x = torch.randn(1, t, 16)
+        cache = kv_cache.prefill(mha, x[:, :t - 1], max_len=t)
+        cached = cost.count_flops(lambda cache=cache, x=x: kv_cache.decode_step(mha, x[:, -1:],
+                                                                              cache))
+        recomputed = cost.count_flops(lambda x=x: kv_cache.recompute_step(mha, x))
+        assert cached == kv_cache.step_flops(t, 16, cached=True), t
+        assert recomputed == kv_cache.step_flops(t, 16, cached=False), t
+        assert recomputed == cost.layer_flops("attention", t, 16), t
+        assert recomputed == t * cached, t
 
 
 def test_the_cache_the_online_softmax_and_masked_attention_run_on_the_meta_device():

@@ -2,6 +2,7 @@
 permutation symmetry without positions, causality of the decoders, float64 initial weights that
 are the same on any CPU, every model on the meta device; attnlab.probes' scores."""
 import hashlib
+import inspect
 import math
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from conftest import raises_each
 
 import attnlab
 from attnlab.data import Vocab, make_reviews
@@ -25,22 +27,23 @@ def ids(*shape, high=VOCAB, seed=0):
     return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed))
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rotary", "none"])
-def test_encoder_shapes_and_attention_maps(positions):
-    torch.manual_seed(0)
+def test_encoder_shapes_and_attention_maps_for_every_kind_of_positions():
     x, _, _ = batch()
-    model = TinyTransformer(63, n_layers=2, positions=positions)
-    assert model(x).shape == (8, 2)
-    states, maps = model.encode(x)
-    assert states.shape == (8, x.shape[1], 32)
-    got = model.attention_maps(x)
-    assert len(got) == 2 and all(m.shape == (8, 4, x.shape[1], x.shape[1]) for m in got)
-    assert all(torch.equal(a, b) for a, b in zip(got, maps))  # one path for the maps
     real = x != 0
-    rows = got[0].sum(-1)  # (B, H, T)
-    assert torch.allclose(rows[real[:, None, :].expand_as(rows)], torch.tensor(1.0))
-    probs = model.predict_proba(x)
-    assert torch.allclose(probs.sum(-1), torch.ones(8)) and not probs.requires_grad
+    for positions in ("learned", "sinusoidal", "rotary", "none"):
+        torch.manual_seed(0)
+        model = TinyTransformer(63, n_layers=2, positions=positions)
+        assert model(x).shape == (8, 2), positions
+        states, maps = model.encode(x)
+        assert states.shape == (8, x.shape[1], 32), positions
+        got = model.attention_maps(x)
+        assert len(got) == 2, positions
+        assert all(m.shape == (8, 4, x.shape[1], x.shape[1]) for m in got), positions
+        assert all(torch.equal(a, b) for a, b in zip(got, maps)), positions  # one path for maps
+        rows = got[0].sum(-1)  # (B, H, T)
+        assert torch.allclose(rows[real[:, None, :].expand_as(rows)], torch.tensor(1.0)), positions
+        probs = model.predict_proba(x)
+        assert torch.allclose(probs.sum(-1), torch.ones(8)) and not probs.requires_grad, positions
 
 
 def test_padding_is_never_attended_and_never_changes_a_prediction():
@@ -80,24 +83,24 @@ def test_attend_mask_hides_chosen_tokens_from_every_query():
     assert weights[torch.arange(8), :, :, pos].abs().max() == 0
 
 
-@pytest.mark.parametrize("positions", ["learned", "rotary", "none"])
-def test_decoder_outputs_before_t_are_bit_identical_whatever_comes_from_t_on(positions):
-    torch.manual_seed(0)
-    model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1).eval()
+def test_decoder_outputs_before_t_are_bit_identical_whatever_comes_from_t_on():
     x = ids(3, 10, seed=4)
-    logits = model(x)
-    for w in model.attention_maps(x):
-        assert torch.all(w[..., ~attnlab.causal_mask(10)] == 0.0)  # every future key: exactly 0
-    for t in range(10):
+    for positions in ("learned", "rotary", "none"):
+        torch.manual_seed(0)
+        model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1).eval()
+        logits = model(x)
+        for w in model.attention_maps(x):
+            assert torch.all(w[..., ~attnlab.causal_mask(10)] == 0.0), positions  # exactly 0
+        for t in range(10):
+            changed = x.clone()
+            changed[:, t:] = (x[:, t:] + 1 + ids(3, 10 - t, high=VOCAB - 1, seed=t)) % VOCAB
+            assert torch.equal(model(changed)[:, :t], logits[:, :t]), (positions, t)
+        open_model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1,
+                                 causal=False).eval()
+        open_model.load_state_dict(model.state_dict())
         changed = x.clone()
-        changed[:, t:] = (x[:, t:] + 1 + ids(3, 10 - t, high=VOCAB - 1, seed=t)) % VOCAB
-        assert torch.equal(model(changed)[:, :t], logits[:, :t])
-    open_model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1,
-                             causal=False).eval()
-    open_model.load_state_dict(model.state_dict())
-    changed = x.clone()
-    changed[:, -1] = (x[:, -1] + 1) % VOCAB
-    assert not torch.allclose(open_model(changed)[:, 0], open_model(x)[:, 0])  # sees the future
+        changed[:, -1] = (x[:, -1] + 1) % VOCAB
+        assert not torch.allclose(open_model(changed)[:, 0], open_model(x)[:, 0]), positions
 
 
 def test_pre_norm_decoder_ends_with_a_layer_norm():
@@ -146,10 +149,10 @@ def _float64_weights_digest() -> str:
 def test_float64_initial_weights_are_the_same_on_the_portable_kernels():
     """The reason the notebooks train in float64: the same initial weights on any CPU. PyTorch's
     portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""
-    code = ("import torch; torch.set_num_threads(1); import test_models as t; "
-            "print(t._float64_weights_digest())")
+    code = ("import hashlib, torch\nfrom attnlab.models import DecoderOnly, TinyTransformer\n"
+            "torch.set_num_threads(1)\n" + inspect.getsource(_float64_weights_digest)
+            + "print(_float64_weights_digest())")  # the same function, not this test module
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
-    env["PYTHONPATH"] = os.path.dirname(__file__) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == _float64_weights_digest()
@@ -168,19 +171,18 @@ def test_float64_initialisation_has_the_float32_distributions():
     assert torch.all(f64.embed.tokens.weight[0] == 0)  # the PAD row stays zero
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: TinyTransformer(63, positions="alibi"), ValueError, "positions must be one of"),
-    (lambda: TinyTransformer(63)(torch.zeros(2, 3)), TypeError, "int64 tensor"),
-    (lambda: TinyTransformer(63, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
-     "max_len=4"),
-    (lambda: TinyTransformer(63)(torch.full((1, 3), 63)), ValueError, r"token ids in 0\.\.62"),
-    (lambda: TinyTransformer(63)(torch.ones(1, 3, dtype=torch.long),
-                                 torch.ones(1, 4, dtype=torch.bool)), ValueError, "attend must be"),
-    (lambda: EncoderDecoder(10, 12)(ids(1, 3, high=10), ids(1, 3).float()), TypeError, "tgt"),
-])
-def test_bad_arguments_raise_clear_errors(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
+def test_token_ids_a_model_cannot_read_raise_clear_errors():
+    model = TinyTransformer(63)
+    raises_each([
+        (lambda: model(torch.zeros(2, 3)), TypeError, "int64 tensor"),
+        (lambda: TinyTransformer(63, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
+         "max_len=4"),
+        (lambda: model(torch.full((1, 3), 63)), ValueError, r"token ids in 0\.\.62"),
+        (lambda: model(torch.ones(1, 3, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool)),
+         ValueError, "attend must be"),
+        (lambda: EncoderDecoder(10, 12)(ids(1, 3, high=10), ids(1, 3).float()), TypeError,
+         "tgt must be an int64 tensor"),
+    ])
 
 
 # --- attnlab.probes -------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ embeddings, so every claim here is about the task and the model, not about the n
 import numpy as np
 import pytest
 import torch
+from conftest import raises_each
 
 import attnlab
 from attnlab import sets
@@ -22,37 +23,33 @@ def clusters(n_per_class=40, dim=16, seed=0):
 
 # --- the sets -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("set_size", [2, 3, 10])
-def test_each_set_is_one_class_and_one_other(set_size):
+def test_each_set_is_one_class_and_one_other():
     _, labels = clusters()
-    members, odd = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
-    assert members.shape == (300, set_size) and odd.shape == (300,)
-    assert members.dtype == odd.dtype == torch.int64
     rows = torch.arange(300)
-    set_labels = torch.from_numpy(labels)[members]                            # (300, S)
-    odd_label = set_labels[rows, odd]
-    rest = set_labels[(odd[:, None] != torch.arange(set_size)).nonzero(as_tuple=True)]
-    rest = rest.view(300, set_size - 1)
-    assert (rest == rest[:, :1]).all() and (rest[:, 0] != odd_label).all()
-    assert all(len(set(row.tolist())) == set_size for row in members)      # no image twice
-    assert len(set(odd.tolist())) == set_size, "the odd image goes to every position"
-    again = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
-    assert torch.equal(again[0], members) and torch.equal(again[1], odd)
+    for set_size in (2, 3, 10):
+        members, odd = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
+        assert members.shape == (300, set_size) and odd.shape == (300,), set_size
+        assert members.dtype == odd.dtype == torch.int64, set_size
+        set_labels = torch.from_numpy(labels)[members]                        # (300, S)
+        odd_label = set_labels[rows, odd]
+        rest = set_labels[(odd[:, None] != torch.arange(set_size)).nonzero(as_tuple=True)]
+        rest = rest.view(300, set_size - 1)
+        assert (rest == rest[:, :1]).all() and (rest[:, 0] != odd_label).all(), set_size
+        assert all(len(set(row.tolist())) == set_size for row in members), "an image twice"
+        assert len(set(odd.tolist())) == set_size, "the odd image goes to every position"
+        again = sets.odd_one_out(labels, 300, set_size=set_size, seed=4)
+        assert torch.equal(again[0], members) and torch.equal(again[1], odd), set_size
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"labels": np.zeros(5)}, TypeError, "integer classes"),
-    ({"labels": np.zeros((2, 3), int)}, TypeError, "1-D array"),
-    ({"n_sets": 0}, ValueError, "n_sets must be an int >= 1, got 0"),
-    ({"set_size": 1}, ValueError, "set_size must be an int >= 2, got 1"),
-    ({"set_size": 42}, ValueError, "needs a class with at least 41 images"),
-    ({"labels": np.zeros(20, int)}, ValueError, "and a second class"),
-    ({"seed": -1}, ValueError, "seed must be an int >= 0, got -1"),
-])
-def test_odd_one_out_rejects_bad_arguments(kwargs, error, message):
-    args = {"labels": clusters()[1], "n_sets": 5, **kwargs}
-    with pytest.raises(error, match=message):
-        sets.odd_one_out(**args)
+def test_odd_one_out_needs_integer_classes_and_enough_of_two():
+    labels = clusters()[1]
+    raises_each([
+        (lambda: sets.odd_one_out(np.zeros(5), 5), TypeError, "integer classes"),
+        (lambda: sets.odd_one_out(np.zeros((2, 3), int), 5), TypeError, "1-D array"),
+        (lambda: sets.odd_one_out(labels, 5, set_size=42), ValueError,
+         "needs a class with at least 41 images"),
+        (lambda: sets.odd_one_out(np.zeros(20, int), 5), ValueError, "and a second class"),
+    ])
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -115,18 +112,16 @@ def test_farthest_from_mean_is_the_no_attention_rule():
     assert sets.farthest_from_mean(features, members).tolist() == [2, 0]
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda m, f, s: sets.predict(m, f.astype(int), s), TypeError, "float array"),
-    (lambda m, f, s: sets.predict(m, f, s + 1000), ValueError, "must index the 200 rows"),
-    (lambda m, f, s: m(torch.zeros(2, 3, 7, dtype=torch.float64)), ValueError, "(B, S, 16)"),
-    (lambda m, f, s: sets.train_odd_one_out(f, s, torch.zeros(3, dtype=torch.long)),
-     ValueError, "odd \\(N,\\)"),
-    (lambda m, f, s: sets.train_odd_one_out(f, s, s[:, 0], epoch=2), TypeError, "epoch"),
-])
-def test_sets_reject_bad_arguments(trained, call, error, message):
+def test_sets_reject_features_and_sets_that_do_not_fit(trained):
     model, features, (members, _) = trained
-    with pytest.raises(error, match=message):
-        call(model, features, members)
+    raises_each([
+        (lambda: sets.predict(model, features.astype(int), members), TypeError, "float array"),
+        (lambda: sets.predict(model, features, members + 1000), ValueError,
+         "must index the 200 rows"),
+        (lambda: model(torch.zeros(2, 3, 7, dtype=torch.float64)), ValueError, "(B, S, 16)"),
+        (lambda: sets.train_odd_one_out(features, members, torch.zeros(3, dtype=torch.long)),
+         ValueError, "odd \\(N,\\)"),
+    ])
 
 
 # --- target_roles -------------------------------------------------------------------------------
@@ -149,11 +144,12 @@ def test_target_roles_of_uniform_weights_are_one():
         torch.testing.assert_close(roles[name], torch.ones(2, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("weights, target", [
-    (torch.zeros(2, 1, 3, 4), torch.tensor([0, 1])),      # not square
-    (torch.zeros(2, 1, 3, 3), torch.tensor([0, 1, 2])),   # one target per set
-    (torch.zeros(2, 1, 1, 1), torch.tensor([0, 0])),      # a set of one has no others
-])
-def test_target_roles_rejects_bad_shapes(weights, target):
-    with pytest.raises(ValueError, match="weights must be"):
-        target_roles(weights, target)
+def test_target_roles_rejects_weights_that_are_not_sets():
+    raises_each([
+        (lambda: target_roles(torch.zeros(2, 1, 3, 4), torch.tensor([0, 1])),  # not square
+         r"weights must be .*got \(2, 1, 3, 4\) and \(2,\)"),
+        (lambda: target_roles(torch.zeros(2, 1, 3, 3), torch.tensor([0, 1, 2])),  # one per set
+         r"weights must be .*got \(2, 1, 3, 3\) and \(3,\)"),
+        (lambda: target_roles(torch.zeros(2, 1, 1, 1), torch.tensor([0, 0])),  # no others
+         r"weights must be .*got \(2, 1, 1, 1\) and \(2,\)"),
+    ], ValueError)

@@ -97,36 +97,31 @@ def test_fit_classifier_prints_one_rounded_line_per_epoch_or_nothing(capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_fit_classifier_rejects_bad_arguments():
+def test_fit_classifier_wants_as_many_labels_as_inputs():
     x = torch.ones(4, 3, dtype=torch.long)
     y = torch.zeros(4, dtype=torch.long)
-    with pytest.raises(ValueError, match="lr must be a finite number > 0"):
-        fit_classifier(TinyTransformer(62), x, y, x, y, lr=0)
     with pytest.raises(ValueError, match="same length"):
         fit_classifier(TinyTransformer(62), x, y[:3], x, y)
 
 
-def test_recipes_refuse_unknown_keys_and_bad_values():
-    with pytest.raises(ValueError, match="task must be one of"):
-        train_classifier("sentiment")
+def test_recipes_refuse_unknown_keys_and_check_the_values_they_override():
     with pytest.raises(TypeError, match="unknown recipe keys"):
         train_classifier(epoch=3)
-    with pytest.raises(ValueError, match="positions must be one of"):
-        train_classifier(positions="rope", epochs=1)
     with pytest.raises(ValueError, match="steps must be an int >= 1"):
         recipe({"steps": 10, "lr": 0.1}, {"steps": 0})
 
 
-@pytest.mark.parametrize("training", [True, False])
-def test_eval_mode_restores_the_mode_even_when_the_body_raises(training):
-    model = TinyTransformer(62).train(training)
-    with eval_mode(model) as inside:
-        assert inside is model and not model.training
-        assert not any(m.training for m in model.modules())
-    assert model.training is training
-    with pytest.raises(RuntimeError, match="boom"), eval_mode(model):
-        raise RuntimeError("boom")
-    assert model.training is training and all(m.training is training for m in model.modules())
+def test_eval_mode_restores_the_mode_even_when_the_body_raises():
+    for training in (True, False):
+        model = TinyTransformer(62).train(training)
+        with eval_mode(model) as inside:
+            assert inside is model and not model.training, training
+            assert not any(m.training for m in model.modules()), training
+        assert model.training is training
+        with pytest.raises(RuntimeError, match="boom"), eval_mode(model):
+            raise RuntimeError("boom")
+        assert model.training is training, training
+        assert all(m.training is training for m in model.modules()), training
 
 
 def test_evaluate_restores_train_mode_when_the_model_raises():
