@@ -2,17 +2,15 @@
 what is missing (downloads replaced by local stand-ins; the network is never touched)."""
 import hashlib
 import os
-import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import use_shared_assets
 
 from attnlab import assets, cli
 from attnlab.assets import Asset
 
-ROOT = Path(__file__).resolve().parent.parent
 A, B = b"first file" * 100, b"second file" * 100
 FAKE = {a.name: a for a in (
     Asset("mobilenet_v2_0.35", "mobilenet", "a.h5", hashlib.sha256(A).hexdigest(), len(A),
@@ -23,7 +21,7 @@ FAKE = {a.name: a for a in (
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, monkeypatch, no_network):
     """A registry of two small assets; $ATTNLAB_ASSETS and the Keras cache are temporary
     folders; any download or network connection fails the test unless a test allows it."""
     for var in ("ATTNLAB_ASSETS", "ATTNLAB_DATA", "ATTNLAB_MINILM"):
@@ -32,8 +30,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_ASSETS", str(tmp_path / "assets"))
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
     monkeypatch.setattr(assets, "ASSETS", FAKE)
-    monkeypatch.setattr(assets, "_download", lambda a: pytest.fail(f"downloaded {a.name}"))
-    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("network used"))
     return tmp_path
 
 
@@ -120,12 +116,10 @@ def test_no_command_prints_help(capsys):
     assert code == 2 and any("doctor" in line for line in lines)
 
 
-def test_python_m_attnlab_doctor_runs(tmp_path):
+def test_python_m_attnlab_doctor_runs(tmp_path, monkeypatch):
     """The real registry, in a subprocess: one line per asset, and the exit code agrees."""
+    use_shared_assets(monkeypatch)
     env = {**os.environ, "KERAS_HOME": str(tmp_path)}
-    shared = ROOT.parent / "shared" / "assets"
-    if "ATTNLAB_ASSETS" not in env and shared.is_dir():
-        env["ATTNLAB_ASSETS"] = str(shared)
     done = subprocess.run([sys.executable, "-m", "attnlab", "doctor"], capture_output=True,
                           text=True, env=env, timeout=120)
     lines = done.stdout.splitlines()

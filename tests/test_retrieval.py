@@ -3,40 +3,21 @@ embeddings equal to the Keras model's and the same bits on every kernel path, in
 cosine nearest neighbours and their scores, moved images. Never downloads: the downloader and
 socket connections fail the test."""
 import os
-import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import ROOT, need, raises_each, use_shared_assets
 
-import attnlab
 from attnlab import assets, data, embeddings, retrieval
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    monkeypatch.setattr(assets, "_download",
-                        lambda a: pytest.fail(f"test tried to download {a.name}"))
-    monkeypatch.setattr(socket.socket, "connect",
-                        lambda *a, **k: pytest.fail("test used the network"))
-    shared = ROOT.parent / "shared" / "assets"
-    if "ATTNLAB_ASSETS" not in os.environ and shared.is_dir():  # the repository's sibling folder
-        monkeypatch.setenv("ATTNLAB_ASSETS", str(shared))
-
-
-def need(*names):
-    """Skip (saying why) when this machine lacks an asset; CI has them all."""
-    for name in names:
-        try:
-            assets.require(name)
-        except assets.AssetError as e:
-            pytest.skip(f"asset missing here: {str(e).splitlines()[0]}")
+def offline(no_network, monkeypatch):
+    use_shared_assets(monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -86,16 +67,17 @@ def test_load_fashion_mnist_matches_keras_layout():
 
 # --- embeddings -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("alpha", [0.35, 0.5])
-def test_embeddings_are_the_keras_models(images, alpha):
-    need(f"mobilenet_v2_{alpha:g}")
-    ours = embeddings.embed_images(images, alpha=alpha)
-    keras_way = embeddings.embed_images_keras(images, alpha=alpha)
-    assert ours.shape == keras_way.shape == (len(images), 1280) and ours.dtype == np.float32
-    norms = np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1)
-    cos = (ours * keras_way).sum(1) / norms
-    assert cos.min() >= 0.99
-    np.testing.assert_allclose(ours, keras_way, atol=2e-3, rtol=1e-3)
+def test_embeddings_are_the_keras_models(images):
+    for alpha in (0.35, 0.5):
+        need(f"mobilenet_v2_{alpha:g}")
+        ours = embeddings.embed_images(images, alpha=alpha)
+        keras_way = embeddings.embed_images_keras(images, alpha=alpha)
+        assert ours.shape == keras_way.shape == (len(images), 1280), alpha
+        assert ours.dtype == np.float32, alpha
+        norms = np.linalg.norm(ours, axis=1) * np.linalg.norm(keras_way, axis=1)
+        cos = (ours * keras_way).sum(1) / norms
+        assert cos.min() >= 0.99, alpha
+        np.testing.assert_allclose(ours, keras_way, atol=2e-3, rtol=1e-3, err_msg=f"alpha {alpha}")
 
 
 def test_embeddings_do_not_depend_on_batching(images):
@@ -127,32 +109,21 @@ def test_model_is_channels_last_whatever_keras_json_says():
         keras.config.set_image_data_format(before)
 
 
-def test_public_name_is_exported():
-    assert attnlab.embed_images is embeddings.embed_images
-    assert attnlab.load_fashion_mnist is data.load_fashion_mnist
+def test_embed_images_rejects_what_is_not_a_batch_of_grey_images():
+    bad_images = [
+        (np.zeros((2, 28, 28), np.float32), TypeError, "dtype uint8"),
+        ([[[0]]], TypeError, "numpy array"),
+        (np.zeros((28, 28), np.uint8), ValueError, r"for one image use images\[None\]"),
+        (np.zeros((2, 28, 28, 3), np.uint8), ValueError, r"\(N, H, W\).*got \(2, 28, 28, 3\)"),
+        (np.zeros((2, 0, 28), np.uint8), ValueError, r"\(N, H, W\).*got \(2, 0, 28\)"),
+    ]
+    raises_each([(lambda bad=bad: embeddings.embed_images(bad), error, message)
+                 for bad, error, message in bad_images])
 
 
-@pytest.mark.parametrize("bad, error, message", [
-    (np.zeros((2, 28, 28), np.float32), TypeError, "dtype uint8"),
-    ([[[0]]], TypeError, "numpy array"),
-    (np.zeros((28, 28), np.uint8), ValueError, "for one image use images\\[None\\]"),
-    (np.zeros((2, 28, 28, 3), np.uint8), ValueError, "shape \\(N, H, W\\)"),
-    (np.zeros((2, 0, 28), np.uint8), ValueError, "shape \\(N, H, W\\)"),
-])
-def test_embed_images_rejects_bad_images(bad, error, message):
-    with pytest.raises(error, match=message):
-        embeddings.embed_images(bad)
-
-
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"alpha": 0.75}, ValueError, "alpha must be one of 0.35, 0.5, got 0.75"),
-    ({"alpha": "0.35"}, TypeError, "alpha must be a number, got '0.35'"),
-    ({"batch_size": 0}, ValueError, "batch_size must be an int >= 1, got 0"),
-    ({"batch_size": 2.0}, TypeError, "batch_size must be an int, got 2.0"),
-])
-def test_embed_images_rejects_bad_arguments(kwargs, error, message):
-    with pytest.raises(error, match=message):
-        embeddings.embed_images(np.zeros((1, 28, 28), np.uint8), **kwargs)
+def test_embed_images_offers_only_the_widths_it_has_weights_for():
+    with pytest.raises(ValueError, match="alpha must be one of 0.35, 0.5, got 0.75"):
+        embeddings.embed_images(np.zeros((1, 28, 28), np.uint8), alpha=0.75)
 
 
 def test_preprocess_scales_resizes_and_copies_grey():
@@ -167,15 +138,17 @@ def test_preprocess_scales_resizes_and_copies_grey():
     assert (row[1:] >= row[:-1]).all(), "bilinear: a monotone step stays monotone"
 
 
-@pytest.mark.parametrize("n_in, n_out", [(28, 96), (28, 28), (5, 12), (30, 7)])
-def test_resize_is_the_bilinear_resize_in_whole_numbers(n_in, n_out):
-    weights = embeddings._bilinear_weights(n_in, n_out)             # (n_out, n_in)
-    assert torch.equal(weights, weights.round()) and (weights.sum(1) == 2 * n_out).all()
-    x = torch.rand(3, n_in, n_in, dtype=torch.float64) * 255          # (3, H, H)
-    ours = weights @ x @ weights.T / (2 * n_out) ** 2
-    theirs = F.interpolate(x[:, None], size=(n_out, n_out), mode="bilinear",
-                           align_corners=False)[:, 0]
-    torch.testing.assert_close(ours, theirs, atol=1e-9, rtol=1e-9)
+def test_resize_is_the_bilinear_resize_in_whole_numbers():
+    for n_in, n_out in [(28, 96), (28, 28), (5, 12), (30, 7)]:
+        weights = embeddings._bilinear_weights(n_in, n_out)             # (n_out, n_in)
+        assert torch.equal(weights, weights.round()), (n_in, n_out)
+        assert (weights.sum(1) == 2 * n_out).all(), (n_in, n_out)
+        x = torch.rand(3, n_in, n_in, dtype=torch.float64) * 255          # (3, H, H)
+        ours = weights @ x @ weights.T / (2 * n_out) ** 2
+        theirs = F.interpolate(x[:, None], size=(n_out, n_out), mode="bilinear",
+                               align_corners=False)[:, 0]
+        torch.testing.assert_close(ours, theirs, atol=1e-9, rtol=1e-9,
+                                   msg=lambda m, size=(n_in, n_out): f"{size}: {m}")
 
 
 def test_embeddings_are_the_same_bits_on_the_portable_kernels(images):
@@ -222,18 +195,18 @@ def test_nearest_neighbours_by_cosine():
     assert retrieval.nearest_neighbours(torch.tensor(q), db).shape == (3, 1)
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"k": 0}, ValueError, "k must be an int >= 1 and <= 4, got 0"),
-    ({"k": 5}, ValueError, "k must be an int >= 1 and <= 4, got 5"),
-    ({"k": 1.0}, TypeError, "k must be an int, got 1.0"),
-    ({"database": np.ones((4, 3))}, ValueError, "same width, got 2 and 3"),
-    ({"queries": np.ones(2)}, ValueError, "queries must be a 2-D numeric array"),
-    ({"queries": np.array([["a", "b"]])}, TypeError, "queries must be a numeric array"),
-])
-def test_nearest_neighbours_rejects_bad_arguments(kwargs, error, message):
-    args = {"queries": np.ones((2, 2)), "database": np.ones((4, 2)), "k": 1, **kwargs}
-    with pytest.raises(error, match=message):
-        retrieval.nearest_neighbours(**args)
+def test_nearest_neighbours_rejects_what_does_not_fit_the_database():
+    queries, database = np.ones((2, 2)), np.ones((4, 2))
+    raises_each([
+        (lambda: retrieval.nearest_neighbours(queries, database, k=5), ValueError,
+         "k must be an int >= 1 and <= 4, got 5"),  # 4 database rows
+        (lambda: retrieval.nearest_neighbours(queries, np.ones((4, 3))), ValueError,
+         "same width, got 2 and 3"),
+        (lambda: retrieval.nearest_neighbours(np.ones(2), database), ValueError,
+         "queries must be a 2-D numeric array"),
+        (lambda: retrieval.nearest_neighbours(np.array([["a", "b"]]), database), TypeError,
+         "queries must be a numeric array"),
+    ])
 
 
 def test_same_class_rates_top1_and_precision_at_k():
@@ -272,16 +245,6 @@ def test_shift_moves_the_item_and_fills_with_black():
     np.testing.assert_array_equal(retrieval.shift(x, 0), x)
     assert not retrieval.shift(x, 3).any()  # moved out of the frame: all black
     assert not retrieval.shift(x, 9).any()
-
-
-@pytest.mark.parametrize("pixels, seed, error, message", [
-    (-1, 0, ValueError, "pixels must be an int >= 0, got -1"),
-    (1.5, 0, TypeError, "pixels must be an int, got 1.5"),
-    (1, -2, ValueError, "seed must be an int >= 0, got -2"),
-])
-def test_shift_rejects_bad_arguments(pixels, seed, error, message):
-    with pytest.raises(error, match=message):
-        retrieval.shift(np.zeros((1, 4, 4), np.uint8), pixels, seed)
 
 
 # --- the official download, the last place looked ---------------------------------------------
