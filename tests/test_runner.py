@@ -5,6 +5,7 @@ import base64
 
 import nbformat
 import pytest
+from conftest import TINY_PNG
 
 from attnlab.classroom import figures, runner, series, site
 
@@ -81,9 +82,7 @@ def test_figures_drawn_in_the_runners_kernels_record_their_smallest_text(tmp_pat
 
 
 def test_text_chunks_are_added_once_and_read_back():
-    png = base64.b64decode(
-        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
-    once = figures.add_text_chunk(png, figures.KEY, "9.0")
+    once = figures.add_text_chunk(TINY_PNG, figures.KEY, "9.0")
     twice = figures.add_text_chunk(once, figures.KEY, "12.5")
     assert figures.text_chunks(once) == {figures.KEY: "9.0"}
     assert figures.text_chunks(twice) == {figures.KEY: "12.5"}

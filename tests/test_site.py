@@ -1,7 +1,7 @@
 """`make slides` and `make html` (attnlab.classroom.site): slide rules, offline pages, the site's
 index; and what a projector shows (attnlab.classroom.measure).
 
-The builds here use a stand-in for the npm packages (tests/web_doubles.py), so no test touches
+The builds here use a stand-in for the npm packages (`placeholder_modules`), so no test touches
 the network; the browser tests open real builds in Chromium with every non-file request
 refused, to prove they work offline, and measure every slide and figure.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import shutil
 from pathlib import Path
@@ -16,17 +17,35 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
+from conftest import TINY_PNG
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from playwright.sync_api import sync_playwright
-from web_doubles import placeholder_modules
 
 from attnlab.classroom import figures, measure, site
 from attnlab.classroom.series import notebook_paths
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "site"
-PNG = base64.b64decode(  # 1x1 transparent PNG
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+
+
+def placeholder_modules(folder: Path) -> Path:
+    """A stand-in for the npm packages the slides and the site copy: node_modules under `folder`
+    with web/package-lock.json's versions and the files the builds copy (placeholder
+    JavaScript), so that builds in tests never need npm."""
+    modules = folder / "node_modules"
+    lock = json.loads((site.WEB / "package-lock.json").read_text())
+    for key, meta in lock["packages"].items():
+        if key.startswith("node_modules/"):
+            package = modules / key.removeprefix("node_modules/")
+            package.mkdir(parents=True)
+            (package / "package.json").write_text(json.dumps({"version": meta["version"]}))
+            (package / "LICENSE").write_text("licence text")
+    for rel in ("reveal.js/dist/reveal.js", "reveal.js/dist/reveal.css",
+                "reveal.js/dist/theme/white.css",
+                "reveal.js/plugin/notes/notes.js", "mathjax/es5/tex-svg-full.js"):
+        (modules / rel).parent.mkdir(parents=True, exist_ok=True)
+        (modules / rel).write_text("/* placeholder */")
+    return modules
 
 
 def _code(source, outputs=(), count=1):
@@ -46,7 +65,8 @@ def _lesson(title="Attention by hand", executed=True):
         _code("print(0.5)", [new_output("stream", name="stdout", text="0.500\n")], count(2)),
         new_markdown_cell("A plot of it."),
         _code("plt.show()", [new_output("display_data", data={
-            "image/png": base64.b64encode(PNG).decode(), "text/plain": "<Figure>"})], count(3)),
+            "image/png": base64.b64encode(TINY_PNG).decode(), "text/plain": "<Figure>"})],
+              count(3)),
         new_markdown_cell("### The playground"),
         _code("playground.widget", [new_output(
             "execute_result", execution_count=4,
@@ -168,21 +188,26 @@ def test_describe_reads_the_title_and_the_first_paragraph():
     assert site.describe(new_notebook(cells=[_code("x")]), "03_x") == ("03_x", "")
 
 
-@pytest.mark.parametrize("page, remote", [
-    ('<script src="https://cdn.example/require.js"></script>', ["https://cdn.example/require.js"]),
-    ('<link rel="stylesheet" href="//cdn.example/a.css">', ["//cdn.example/a.css"]),
-    ("<style>@import url(https://fonts.example/css);</style>", ["https://fonts.example/css"]),
-    ("<img src='http://example.org/x.png'>", ["http://example.org/x.png"]),
-    ("<script type=\"module\">import m from 'https://cdn.example/m.mjs';</script>", ["https://cdn.example/m.mjs"]),
-    ('<div style="background: url(\'https://example.org/bg.png\')"></div>', ["https://example.org/bg.png"]),
-    # links a reader may follow are fine, and so is everything local or inline
-    ('<a href="https://arxiv.org/abs/1706.03762">paper</a>'
-     '<link rel="next" href="https://x.org/n">', []),
-    ('<script src="_static/reveal.js/dist/reveal.js"></script>'
-     '<img src="data:image/png;base64,AA==">', []),
-])
-def test_external_resources_finds_what_a_page_would_load_from_the_network(page, remote):
-    assert site.external_resources(page) == remote
+def test_external_resources_finds_what_a_page_would_load_from_the_network():
+    for page, remote in [
+        ('<script src="https://cdn.example/require.js"></script>', "https://cdn.example/require.js"),
+        ('<link rel="stylesheet" href="//cdn.example/a.css">', "//cdn.example/a.css"),
+        ("<style>@import url(https://fonts.example/css);</style>", "https://fonts.example/css"),
+        ("<img src='http://example.org/x.png'>", "http://example.org/x.png"),
+        ("<script type=\"module\">import m from 'https://cdn.example/m.mjs';</script>",
+         "https://cdn.example/m.mjs"),
+        ('<div style="background: url(\'https://example.org/bg.png\')"></div>',
+         "https://example.org/bg.png"),
+    ]:
+        assert site.external_resources(page) == [remote], page
+
+
+def test_links_a_reader_may_follow_and_local_or_inline_resources_are_not_external():
+    for page in ['<a href="https://arxiv.org/abs/1706.03762">paper</a>'
+                 '<link rel="next" href="https://x.org/n">',
+                 '<script src="_static/reveal.js/dist/reveal.js"></script>'
+                 '<img src="data:image/png;base64,AA==">']:
+        assert site.external_resources(page) == [], page
 
 
 def test_unexecuted_notebook_is_refused_with_the_fix(tmp_path):
@@ -258,18 +283,18 @@ def test_slides_are_offline_decks_with_one_section_per_slide(notebooks, fake_mod
     assert '<a href="01_by_hand.slides.html">' in (out / "index.html").read_text()
 
 
-@pytest.mark.parametrize("kind", ["html", "slides"])
-def test_code_that_looks_like_html_is_shown_as_code(kind, fake_modules, tmp_path):
+def test_code_that_looks_like_html_is_shown_as_code(fake_modules, tmp_path):
     """The templates skip nbconvert's bleach pass over highlighted code (Pygments escapes it):
     markup in a code cell must reach the page as text, never as elements."""
     nb = _lesson()
     nb.cells.insert(2, _code('html = "<b>bold</b><script>alert(1)</script>"  # markup in code'))
     path = tmp_path / "01_markup.ipynb"
     nbformat.write(nb, path)
-    page = site.build(kind, [path], tmp_path / kind, modules=fake_modules)[0].read_text()
-    assert "&lt;b&gt;bold&lt;/b&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<b>bold</b>" not in page and "<script>alert(1)" not in page
-    assert 'class="highlight' in page  # still highlighted by Pygments
+    for kind in ("html", "slides"):
+        page = site.build(kind, [path], tmp_path / kind, modules=fake_modules)[0].read_text()
+        assert "&lt;b&gt;bold&lt;/b&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page, kind
+        assert "<b>bold</b>" not in page and "<script>alert(1)" not in page, kind
+        assert 'class="highlight' in page, kind  # still highlighted by Pygments
 
 
 def test_rebuilding_one_notebook_keeps_the_others_in_the_index(notebooks, fake_modules, tmp_path):
@@ -410,7 +435,7 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp
     nb.cells[7].outputs = [  # 1400x300 px drawn with 12 pt = 16.7 px text; 400x800 px, 8 pt
         new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
         new_output("display_data", data={"image/png": _figure_png(4, 8, 8)}),
-        new_output("display_data", data={"image/png": base64.b64encode(PNG).decode()})]
+        new_output("display_data", data={"image/png": base64.b64encode(TINY_PNG).decode()})]
     path = tmp_path / "09_sizes.ipynb"
     nbformat.write(nb, path)
     deck = site.build("slides", [path], tmp_path / "slides", modules=modules)[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import ROOT, raises_each
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from attnlab.classroom import series, student
@@ -23,7 +24,6 @@ from attnlab.classroom.student import (
     strip_solutions,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 FULL = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COMMITTED = sorted((ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
 # Lines a solution may share with the student edition without giving anything away.
@@ -73,19 +73,19 @@ def test_several_regions_any_indentation_and_code_around_them_are_kept():
     ]
 
 
-@pytest.mark.parametrize("lines, line, message", [
-    (["x = 1", "### BEGIN SOLUTION", "y = 2"], 2, "has no '### END SOLUTION' after it"),
-    (["x = 1", "y = 2", "    ### END SOLUTION"], 3, "without a '### BEGIN SOLUTION' before it"),
-    (["### BEGIN SOLUTION", "a = 1", "  ### BEGIN SOLUTION", "### END SOLUTION",
-      "### END SOLUTION"], 3, "inside the region opened at line 1; solution regions do not nest"),
-    (["## BEGIN SOLUTION", "a = 1", "### END SOLUTION"], 1, "looks like a solution marker"),
-    (["### BEGIN SOLUTION", "a = 1  ### END SOLUTION"], 2, "looks like a solution marker"),
-])
-def test_unbalanced_nested_or_malformed_markers_name_the_cell_and_line(lines, line, message):
-    with pytest.raises(SolutionMarkerError,
-                       match=re.escape(f"09_x.ipynb, cell 4, line {line}: ") + ".*"
-                       + re.escape(message)):
-        strip_solutions("\n".join(lines), "09_x.ipynb, cell 4")
+def test_unbalanced_nested_or_malformed_markers_name_the_cell_and_line():
+    bad = [
+        (["x = 1", "### BEGIN SOLUTION", "y = 2"], 2, "has no '### END SOLUTION' after it"),
+        (["x = 1", "y = 2", "    ### END SOLUTION"], 3, "without a '### BEGIN SOLUTION' before it"),
+        (["### BEGIN SOLUTION", "a = 1", "  ### BEGIN SOLUTION", "### END SOLUTION",
+          "### END SOLUTION"], 3,
+         "inside the region opened at line 1; solution regions do not nest"),
+        (["## BEGIN SOLUTION", "a = 1", "### END SOLUTION"], 1, "looks like a solution marker"),
+        (["### BEGIN SOLUTION", "a = 1  ### END SOLUTION"], 2, "looks like a solution marker"),
+    ]
+    raises_each([(lambda lines=lines: strip_solutions("\n".join(lines), "09_x.ipynb, cell 4"),
+                  re.escape(f"09_x.ipynb, cell 4, line {line}: ") + ".*" + re.escape(message))
+                 for lines, line, message in bad], SolutionMarkerError)
 
 
 def _cell(kind, source, tags=(), slide=None, outputs=(), **metadata):
@@ -162,29 +162,41 @@ def _run(*outputs):
     return _cell("code", "f()", outputs=outputs)
 
 
-@pytest.mark.parametrize("full, got, same", [
-    ([_printed("0.405 0.246\n")], [_printed("0.405 0.246\n")], True),
-    ([_printed("0.405 0.246\n")], [_printed("0.405 0.247\n")], False),
-    # a ✓ line of the full edition is a ○ line of the student edition, at the same place
-    ([_printed("a = 1\n✓ right: 0.405\nb = 2\n")], [_printed("a = 1\n○ not yet\nb = 2\n")], True),
-    ([_printed("✓ right\n")], [_printed("✓ right\n")], False),
-    ([_printed("✓ right\nb = 2\n")], [_printed("○ not yet\nb = 3\n")], False),
-    ([_printed("✓ right\n")], [_printed("○ not yet\n○ again\n")], False),
-    # text only: images, HTML and widget views are not compared; text/plain and stderr are
-    ([new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})],
-     [new_output("display_data", data={"image/png": "BBBB", "text/plain": "<Figure>"})], True),
-    ([new_output("display_data", data={"text/html": "<b>1</b>", "text/plain": "x"})],
-     [new_output("display_data", data={"text/html": "<b>2</b>", "text/plain": "x"})], True),
-    ([new_output("execute_result", data={"text/plain": "3"}, execution_count=1)],
-     [new_output("execute_result", data={"text/plain": "4"}, execution_count=1)], False),
-    ([_printed("0x7f00ab at 0x1f\n")], [_printed("0x8e11cd at 0x2e\n")], True),  # sanitized
-    ([_printed("done\n")], [_printed("done\n"), new_output("stream", name="stderr",
-                                                           text="Warning: slow\n")], False),
-])
-def test_compare_cell(full, got, same):
-    sanitize = [(r"0x[0-9a-fA-F]+", "0xADDRESS")]
-    diff = student.compare_cell(_run(*full), _run(*got), sanitize)
-    assert (diff is None) == same, diff
+def same_text(full, got) -> bool:
+    """Whether compare_cell finds a cell printing `got` as good as one that printed `full`."""
+    diff = student.compare_cell(_run(*full), _run(*got), [(r"0x[0-9a-fA-F]+", "0xADDRESS")])
+    return diff is None
+
+
+def test_compare_cell_wants_the_same_text_sanitized():
+    assert same_text([_printed("0.405 0.246\n")], [_printed("0.405 0.246\n")])
+    assert not same_text([_printed("0.405 0.246\n")], [_printed("0.405 0.247\n")])
+    assert not same_text(
+        [new_output("execute_result", data={"text/plain": "3"}, execution_count=1)],
+        [new_output("execute_result", data={"text/plain": "4"}, execution_count=1)])
+    assert not same_text([_printed("done\n")], [_printed("done\n"), new_output(
+        "stream", name="stderr", text="Warning: slow\n")])  # stderr is text too
+    assert same_text([_printed("0x7f00ab at 0x1f\n")], [_printed("0x8e11cd at 0x2e\n")])
+
+
+def test_compare_cell_expects_a_not_attempted_line_for_each_check_mark_at_its_place():
+    for full, got, same in [
+        ([_printed("a = 1\n✓ right: 0.405\nb = 2\n")], [_printed("a = 1\n○ not yet\nb = 2\n")],
+         True),
+        ([_printed("✓ right\n")], [_printed("✓ right\n")], False),
+        ([_printed("✓ right\nb = 2\n")], [_printed("○ not yet\nb = 3\n")], False),
+        ([_printed("✓ right\n")], [_printed("○ not yet\n○ again\n")], False),
+    ]:
+        assert same_text(full, got) == same, (full, got)
+
+
+def test_compare_cell_leaves_images_html_and_widgets_alone():
+    assert same_text(
+        [new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})],
+        [new_output("display_data", data={"image/png": "BBBB", "text/plain": "<Figure>"})])
+    assert same_text(
+        [new_output("display_data", data={"text/html": "<b>1</b>", "text/plain": "x"})],
+        [new_output("display_data", data={"text/html": "<b>2</b>", "text/plain": "x"})])
 
 
 def test_a_solution_cell_is_an_exercise_cell_and_a_diff_shows_what_differs():
@@ -245,32 +257,42 @@ def test_make_test_executes_the_student_edition_and_fails_on_a_difference(tmp_pa
 
 # ----------------------------------------------------------------------------- committed editions
 
-@pytest.mark.parametrize("ipynb", FULL, ids=lambda p: p.name)
-def test_committed_student_edition_is_what_the_builder_makes(ipynb):
-    committed = ROOT / "notebooks" / "student" / ipynb.name
-    assert committed.exists(), f"notebooks/student/{ipynb.name} is missing: run `make student`"
-    assert nbformat.read(committed, as_version=4) == student.student_notebook(ipynb), (
-        f"notebooks/student/{ipynb.name} is not what {ipynb.name} gives now: "
-        f"run `make student NB={ipynb.name[:2]}`")
+def test_committed_student_editions_are_what_the_builder_makes():
+    stale = []
+    for ipynb in FULL:
+        committed = ROOT / "notebooks" / "student" / ipynb.name
+        if not committed.exists():
+            stale.append(f"notebooks/student/{ipynb.name} is missing")
+        elif nbformat.read(committed, as_version=4) != student.student_notebook(ipynb):
+            stale.append(f"notebooks/student/{ipynb.name} is not what {ipynb.name} gives now")
+    assert not stale, "; ".join(stale) + ": run `make student NB=..`"
 
 
-@pytest.mark.parametrize("ipynb", COMMITTED, ids=lambda p: p.name)
-def test_the_student_edition_shows_nothing_a_student_should_not_see_first(ipynb):
+def leaks(ipynb: Path) -> list[str]:
+    """What notebooks/student/`ipynb` shows that a student should not see first."""
     nb = nbformat.read(ipynb, as_version=4)
     full = nbformat.read(ROOT / "notebooks" / ipynb.name, as_version=4)
+    found = []
     shown = {line.strip() for cell in nb.cells for line in cell.source.split("\n")}
-    leaked = [(i, line.strip()) for i, line in student.solution_lines(full)
+    found += [f"solution line in cell {i}: {line.strip()!r}"
+              for i, line in student.solution_lines(full)
               if not _TRIVIAL.match(line.strip()) and line.strip() in shown]
-    assert not leaked, (f"solution lines of {ipynb.name} appear in its student edition: "
-                        + "; ".join(f"cell {i}: {line!r}" for i, line in leaked))
-    stored = json.loads(ipynb.read_text())
-    assert "BEGIN SOLUTION" not in ipynb.read_text()
-    code = [c for c in stored["cells"] if c["cell_type"] == "code"]
-    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), "outputs"
-    assert not [c for c in nb.cells if student.is_notes(c)], "instructor notes"
-    assert not [c for c in nb.cells if student.REMOVE_CELL in c.metadata.get("tags", [])]
-    asserts = [(i, line.strip()) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-               for line in c.source.split("\n") if re.match(r"\s*assert\b", line)]
-    assert not asserts, (f"{ipynb.name}: assert lines in the student edition (tag their cells "
-                         f"`remove-cell` in the .py): "
-                         + "; ".join(f"cell {i}: {line}" for i, line in asserts[:5]))
+    if "BEGIN SOLUTION" in ipynb.read_text():
+        found.append("a solution marker")
+    code = [c for c in json.loads(ipynb.read_text())["cells"] if c["cell_type"] == "code"]
+    if not all(c["outputs"] == [] and c["execution_count"] is None for c in code):
+        found.append("outputs")
+    if [c for c in nb.cells if student.is_notes(c)]:
+        found.append("instructor notes")
+    if [c for c in nb.cells if student.REMOVE_CELL in c.metadata.get("tags", [])]:
+        found.append("a remove-cell cell")
+    found += [f"an assert in cell {i} (tag its cell `remove-cell` in the .py): {line.strip()}"
+              for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              for line in c.source.split("\n") if re.match(r"\s*assert\b", line)]
+    return found
+
+
+def test_no_student_edition_shows_what_a_student_should_not_see_first():
+    found = {ipynb.name: leaks(ipynb) for ipynb in COMMITTED}
+    assert COMMITTED and not any(found.values()), "\n".join(
+        f"{name}: " + "; ".join(what) for name, what in found.items() if what)
