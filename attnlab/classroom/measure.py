@@ -39,7 +39,8 @@ MIN_FILL = 0.95   # the share of the width it is given that a figure must fill
 # pixels, which reveal's scaling does not change: the bitmap as drawn inside the element, which
 # `object-fit: contain` keeps at its aspect), the width it is given (its output area's content
 # width, or less for a figure whose aspect the slide's `max-height` for figures limits), and the
-# FONT_KEY tEXt chunk of a PNG data URI. MathJax, fonts and images are waited for first: all change sizes.
+# FONT_KEY tEXt chunk of a PNG data URI. MathJax, fonts and images are waited for first: all
+# change sizes.
 _MEASURE_JS = """async (fontKey) => {
   Reveal.configure({transition: 'none', backgroundTransition: 'none'});
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
