@@ -13,7 +13,7 @@ from .generation import sample_next
 from .minilm import load_minilm
 from .models import TinyTransformer
 from .probes import uniform_attention
-from .repro import seed_everything
+from .repro import seed_everything, seed_of
 
 __version__ = "0.1.0"
 
@@ -21,5 +21,5 @@ __all__ = [
     "scaled_dot_product_attention", "MultiHeadAttention", "causal_mask", "rotary",
     "uniform_attention", "sample_next", "EncoderBlock", "DecoderBlock", "PositionalEncoding",
     "TinyTransformer", "load_minilm", "load_fashion_mnist", "embed_images", "SentimentApp",
-    "seed_everything",
+    "seed_everything", "seed_of",
 ]

@@ -39,6 +39,7 @@ from .assets import ASSETS
 from .checks import check_bool, check_str
 from .data import LABELS, Vocab
 from .minilm import MiniLM, Tokenized, load_minilm
+from .repro import series_seed
 from .sentiment import HEAD_RECIPE, check_encoder, train_head
 from .train import RECIPE, Trained, initial_model, task_reviews, train_classifier
 
@@ -65,15 +66,16 @@ def cache_dir() -> Path:
 
 def recipe_key() -> str:
     """A fingerprint of what decides the default models' weights: both recipes, the words and
-    lengths of the generated reviews, the encoder's published weights, the torch version and
-    CACHE_FORMAT. It changes only when one of these does: editing a comment or a docstring
-    keeps the cache."""
+    lengths of the generated reviews, the encoder's published weights, the torch version, the
+    series' seed and CACHE_FORMAT. It changes only when one of these does: editing a comment or
+    a docstring keeps the cache."""
     recipe = {
         "format": CACHE_FORMAT, "torch": torch.__version__,
         "tiny": {**RECIPE, **TINY_RECIPE}, "head": HEAD_RECIPE,
         "reviews": [data.NEUTRAL, data.POSITIVE, data.NEGATIVE, data.CONTRAST, data.MIN_LEN,
                     data.MAX_LEN],
         "encoder": ASSETS["minilm/model.safetensors"].sha256,
+        "series seed": series_seed(),  # ATTNLAB_SEED moves the data and the weights
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 

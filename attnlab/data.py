@@ -28,6 +28,7 @@ import torch
 
 from .assets import fetch, read_idx
 from .checks import check_int, check_str
+from .repro import seed_of
 
 LABELS = ("negative", "positive")  # LABELS[label]
 
@@ -136,7 +137,7 @@ def _generate(n: int, seed: int, positive, negative, neutral, place) -> Reviews:
     n, seed = check_int("n", n, minimum=1), check_int("seed", seed)
     pos_words, neg_words = _check_words("positive", positive), _check_words("negative", negative)
     filler = _check_words("neutral", neutral)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_of(seed))
     sentences, labels, positions = [], [], []
     for _ in range(n):
         length = int(rng.integers(MIN_LEN, MAX_LEN + 1))

@@ -27,6 +27,7 @@ from torch import nn
 from .checks import check_bool, check_int, check_number, check_tensor
 from .models import DecoderOnly, EncoderDecoder, eval_mode
 from .probes import future_share
+from .repro import seed_of
 from .train import fit, recipe
 
 DIGITS = 10  # token ids 0..9 are the digits themselves
@@ -44,7 +45,8 @@ REVERSE_RECIPE = {"d_model": 32, "n_heads": 1, "d_ff": 64,
 
 def _digits(n: int, seed: int) -> torch.Tensor:
     n, seed = check_int("n", n, minimum=1), check_int("seed", seed)
-    return torch.randint(0, DIGITS, (n, LENGTH), generator=torch.Generator().manual_seed(seed))
+    draws = torch.Generator().manual_seed(seed_of(seed))
+    return torch.randint(0, DIGITS, (n, LENGTH), generator=draws)
 
 
 def sort_task(n: int, seed: int = 0) -> torch.Tensor:
@@ -237,7 +239,7 @@ def train_sorter(causal: bool = True, seed: int = 0, **overrides) -> tuple[Decod
     r = recipe(SORT_RECIPE, overrides)
     data = sort_task(r["steps"] * r["batch_size"], seed=seed + 1)  # (steps * B, 2L + 2)
     with torch.random.fork_rng(devices=[]):  # seed the weights without touching the caller's RNG
-        torch.manual_seed(seed)
+        torch.manual_seed(seed_of(seed))
         model = DecoderOnly(VOCAB, r["d_model"], r["n_heads"], r["d_ff"], max_len=2 * LENGTH + 2,
                             causal=causal, dtype=DTYPE)
     losses = fit(model, data.split(r["batch_size"]), next_token_loss, lr=r["lr"],
@@ -278,7 +280,7 @@ def train_reverser(seed: int = 0, **overrides) -> tuple[EncoderDecoder, list[flo
     r = recipe(REVERSE_RECIPE, overrides)
     src, tgt = reverse_task(r["steps"] * r["batch_size"], seed=seed + 1)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(seed_of(seed))
         model = EncoderDecoder(DIGITS, VOCAB, r["d_model"], r["n_heads"], r["d_ff"],
                                max_len=LENGTH + 1, dtype=DTYPE)
 

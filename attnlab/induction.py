@@ -39,6 +39,7 @@ from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_number
 from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
 from .probes import induction_score, previous_token_score
+from .repro import seed_of
 from .train import fit, recipe
 
 VOCAB = 32  # token ids 0..31, all of them random tokens: no BOS, no separator
@@ -94,7 +95,7 @@ def repeat_task(n: int, seed: int = 0, *, repeat: tuple[int, int] = REPEAT,
     n, seed = check_int("n", n, minimum=1), check_int("seed", seed, minimum=0)
     length, vocab = check_int("length", length, minimum=2), check_int("vocab", vocab, minimum=2)
     _check_repeat(repeat, length)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seed_of(seed))
     tokens = torch.randint(0, vocab, (n, length), generator=g)  # (n, T)
     size = torch.randint(repeat[0], repeat[1] + 1, (n,), generator=g)  # (n,)
     room = length - 2 * size + 1  # (n,)   how many places the repeat can start at
@@ -250,7 +251,7 @@ def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int]
         return _CACHE[key]
     data = repeat_task(r["steps"] * r["batch_size"], seed=seed + 1, repeat=repeat, length=LENGTH)
     with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
-        torch.manual_seed(seed)
+        torch.manual_seed(seed_of(seed))
         model = AttentionOnly(VOCAB, r["d_model"], r["n_heads"], n_layers, LENGTH,
                               r["embed_std"], dtype=DTYPE)
     is_repeated = data.repeated  # (steps * B, T - 1)

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from .attention import scaled_dot_product_attention
 from .checks import check_int, check_number
 from .embeddings import check_images
+from .repro import seed_of
 
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -86,7 +87,7 @@ def shift(images, pixels: int, seed: int = 0) -> np.ndarray:
     MNIST's background. pixels 0: unchanged copies."""
     images = check_images(images)
     d = check_int("pixels", pixels, minimum=0)
-    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    rng = np.random.default_rng(seed_of(check_int("seed", seed, minimum=0)))
     height, width = images.shape[1:]
     direction = rng.integers(0, 4, len(images))                 # (N,) up, down, left, right
     out = np.zeros_like(images)

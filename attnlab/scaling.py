@@ -33,6 +33,7 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .checks import check_bool, check_int, check_number, check_tensor
 from .data import Vocab
 from .models import TinyTransformer
+from .repro import seed_of
 from .train import RECIPE, Trained, fit_classifier, initial_model, task_reviews
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -49,7 +50,7 @@ def check_d_ks(d_ks) -> list[int]:
 
 def _generator(seed) -> torch.Generator:
     """A torch.Generator seeded with `seed` (an int): each measurement draws from its own."""
-    return torch.Generator().manual_seed(check_int("seed", seed))
+    return torch.Generator().manual_seed(seed_of(check_int("seed", seed)))
 
 
 def _draw(generator: torch.Generator, n_samples: int, n_keys: int, d_k: int):

@@ -13,6 +13,7 @@ from torch import nn
 from .checks import check_choice, check_int, check_tensor
 from .data import Reviews
 from .minilm import MiniLM
+from .repro import seed_of
 from .train import fit_classifier, recipe
 
 #: how the sentiment head on the frozen encoder is trained (notebook 06 and the sentiment app)
@@ -40,7 +41,7 @@ def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
                              f"got shape {tuple(x.shape)}")
     check_int("seed", seed)
     r = recipe(HEAD_RECIPE, overrides)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed_of(seed))
     head = nn.Linear(x_train.shape[1], 2).to(x_train.device)  # logits = W v + b for two labels
     history = fit_classifier(head, x_train, y_train, x_test, y_test, epochs=r["epochs"],
                              lr=r["lr"], batch_size=r["batch_size"], seed=seed, verbose=verbose)

@@ -18,6 +18,7 @@ from torch import nn
 from .checks import check_bool, check_choice, check_int, check_number
 from .data import Reviews, Vocab, make_contrast_reviews, make_reviews
 from .models import TinyTransformer, eval_mode
+from .repro import seed_of
 
 # Notebook 03's recipe: model size, optimiser and data size.
 RECIPE = {
@@ -103,7 +104,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 def shuffled_batches(n: int, batch_size: int, epochs: int, seed: int) -> Iterator[torch.Tensor]:
     """Index minibatches: each epoch a new random order of 0..n-1 (from a generator seeded with
     `seed`), cut into batches of `batch_size` (the last one may be shorter)."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed_of(seed))
     for _ in range(epochs):
         yield from torch.randperm(n, generator=generator).split(batch_size)
 
@@ -181,7 +182,7 @@ def initial_model(vocab_size: int, positions: str = "learned", seed: int = 0,
     its weights drawn from `seed`, the caller's random state left as it was."""
     r = recipe(RECIPE, overrides)
     with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
-        torch.manual_seed(seed)
+        torch.manual_seed(seed_of(seed))
         return TinyTransformer(vocab_size, r["d_model"], r["n_heads"], r["d_ff"],
                                positions=positions, dtype=dtype)
 

@@ -416,7 +416,7 @@ tokens = "the cat sat on the mat".split()
 vocab = {word: i for i, word in enumerate(dict.fromkeys(tokens))}
 ids = torch.tensor([[vocab[t] for t in tokens]])  # (1, T)
 
-torch.manual_seed(0)
+torch.manual_seed(attnlab.seed_of(0))
 embed = torch.nn.Embedding(len(vocab), 16)
 mha = attnlab.MultiHeadAttention(d_model=16, n_heads=4, bias=False)
 W_Q, W_K, W_V, W_O = (layer.weight.T for layer in (mha.q, mha.k, mha.v, mha.out))  # (16, 16) each

@@ -112,7 +112,7 @@ print("ids:  ", vocab.encode(example))
 # token, not `PAD`.
 
 # %% slideshow={"slide_type": "subslide"}
-torch.manual_seed(0)  # the initial weights
+torch.manual_seed(attnlab.seed_of(0))  # the initial weights
 model = TinyTransformer(len(vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
                         dtype=torch.float64)
 block = model.blocks[0]
@@ -178,7 +178,7 @@ encode = ex03.encode(my_encode, model)
 x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
 x_test, y_test, pos_test = test.tensors(vocab)  # (400, T), (400,), (400,)
 optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE["lr"], fused=True)
-batch_order = torch.Generator().manual_seed(0)  # which reviews go into which minibatch
+batch_order = torch.Generator().manual_seed(attnlab.seed_of(0))  # which reviews go into which minibatch
 test_acc = []
 for _ in range(RECIPE["epochs"]):  # an epoch: every training review once
     for batch in torch.randperm(len(y_train), generator=batch_order).split(RECIPE["batch_size"]):
@@ -516,7 +516,7 @@ assert hidden["first word"] < 0.7 and hidden["decisive word"] < 0.92 and hidden[
 # %% slideshow={"slide_type": "subslide"}
 def six_epochs(norm, warmup, seed):
     """Test accuracy after each of 6 epochs of a 2-block model at learning rate 0.03."""
-    torch.manual_seed(seed)
+    torch.manual_seed(attnlab.seed_of(seed))
     net = TinyTransformer(len(vocab), n_layers=2, norm=norm, dtype=torch.float64)
     history = fit_classifier(net, x_train, y_train, x_test, y_test, epochs=6, lr=0.03,
                              seed=seed, warmup=warmup)

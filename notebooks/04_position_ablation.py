@@ -82,14 +82,14 @@ ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 # %%
 words = "the plot was dull but the cast was superb".split()
 x = torch.tensor([vocab.encode(words)])  # (1, T)
-perm = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(0))
+perm = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(attnlab.seed_of(0)))
 print("original:", " ".join(words))
 print("shuffled:", " ".join(words[i] for i in perm.tolist()))
 
 # %%
 change = {}
 for positions in ("none", "sinusoidal"):
-    torch.manual_seed(0)
+    torch.manual_seed(attnlab.seed_of(0))
     model = TinyTransformer(len(vocab), positions=positions, dtype=torch.float64).eval()
     with torch.no_grad():
         states, _ = model.encode(x)  # (1, T, d)
@@ -321,7 +321,7 @@ display(compare)
 # Each pair of dimensions (2i, 2i + 1) is a point on a circle that turns by $\omega_i$ radians
 # from one position to the next: fast in the first pair (1 radian), slowly in the last.
 
-# %% tags=["hide-input"] slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 table = sinusoidal_table(MAX_LEN, d)  # (15, 32)   positions 0..14
 fig, ax = plt.subplots(figsize=(8, 3.2))
 image = ax.imshow(table.T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
@@ -543,7 +543,7 @@ rotate_pair = ex04.rotate_pair(my_rotate_pair)
 
 # %%
 T, d_head = 12, 8
-v = torch.randn(T, d_head, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+v = torch.randn(T, d_head, dtype=torch.float64, generator=torch.Generator().manual_seed(attnlab.seed_of(0)))
 thetas = 10000.0 ** -(torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (4,)
 by_pairs = torch.cat([rotate_pair(v[:, 2 * i:2 * i + 2], torch.arange(T), thetas[i].item())
                       for i in range(d_head // 2)], dim=-1)  # (T, d_head)
@@ -566,7 +566,7 @@ assert same and length_change < 1e-12
 
 # %%
 n_pos = 16
-torch.manual_seed(0)
+torch.manual_seed(attnlab.seed_of(0))
 a, b = torch.randn(2, 1, 1, d, dtype=torch.float64)  # two token vectors, (1, 1, d) each
 layers = {"rotary": draw_float64(MultiHeadAttention(d, 1, rotary=True)),
           "sinusoidal, added": draw_float64(MultiHeadAttention(d, 1))}
@@ -657,7 +657,7 @@ STEPS, BATCH = 150, 32  # Adam steps, sequences per step
 def two_back(n, length, seed):
     """n random sequences (n, length) of the symbols 0..V-1, and their targets: the symbol
     BACK places earlier (-100, ignored by the loss, where there is none)."""
-    x = torch.randint(0, V, (n, length), generator=torch.Generator().manual_seed(seed))  # (n, T)
+    x = torch.randint(0, V, (n, length), generator=torch.Generator().manual_seed(attnlab.seed_of(seed)))  # (n, T)
     y = torch.full_like(x, -100)  # (n, T)
     y[:, BACK:] = x[:, :-BACK]  # y[t] = x[t - 2]
     return x, y
@@ -690,7 +690,7 @@ survive = {"rotary"}
 # %% tags=["hide-input"]
 def train_decoder(positions, seed):
     """A one-block DecoderOnly trained on two_back sequences of length L through attnlab's fit."""
-    torch.manual_seed(seed)  # the initial weights
+    torch.manual_seed(attnlab.seed_of(seed))  # the initial weights
     model = DecoderOnly(V, max_len=L if positions == "learned" else 2 * L, positions=positions,
                         dtype=torch.float64)
     batches = (two_back(BATCH, L, seed=1000 * seed + step) for step in range(STEPS))

@@ -74,7 +74,7 @@ attnlab.seed_everything(0)
 
 # %%
 T, d_k = 6, 8
-g = torch.Generator().manual_seed(0)
+g = torch.Generator().manual_seed(attnlab.seed_of(0))
 q, k, v = (torch.randn(T, d_k, generator=g) for _ in range(3))  # (T, d_k) each
 mask = attnlab.causal_mask(T)  # (T, T)   True where key j <= query i
 scores = q @ k.T / d_k ** 0.5  # (T, T)
@@ -153,7 +153,7 @@ padding_and_causal = ex07.padding_and_causal(my_padding_and_causal)
 # prompt were alone, unpadded. Random queries, keys and values for the three prompts, two heads:
 
 # %%
-g = torch.Generator().manual_seed(1)
+g = torch.Generator().manual_seed(attnlab.seed_of(1))
 q, k, v = (torch.randn(B, 2, T, d_k, generator=g, dtype=torch.float64)
            for _ in range(3))  # (B, H, T, d_k) each
 masks = {"causal mask only": attnlab.causal_mask(T), "padding and causal": padding_and_causal(real)}
@@ -607,7 +607,7 @@ for name, kwargs in settings.items():
     elif name == "beam, width 4":
         out = beam_search(masked, repeated, LENGTH, beam_width=4)[0][:, 0]  # (2000, 14)
     else:
-        draws = torch.Generator().manual_seed(0)
+        draws = torch.Generator().manual_seed(attnlab.seed_of(0))
         out = generate(masked, repeated, LENGTH, generator=draws, **kwargs)  # (2000, 14)
     answers = out[:, LENGTH + 2:].view(n, samples, LENGTH)  # (200, 10, 6)
     table[name] = {"log-prob": sequence_logprob(masked, out, LENGTH + 2).mean().item(),

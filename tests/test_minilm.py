@@ -86,6 +86,13 @@ def test_embeddings_are_unit_length_and_384_wide(minilm):
     assert torch.allclose(e.norm(dim=1), torch.ones(5), atol=1e-6)
 
 
+def test_vectors_move_one_ulp_when_make_test_portable_asks(minilm, monkeypatch):
+    here = minilm.encode(["a fine film", "dull"])
+    monkeypatch.setenv("ATTNLAB_NUDGE_ULP", "1")
+    moved = minilm.encode(["a fine film", "dull"])
+    assert torch.equal(moved, torch.nextafter(here, torch.tensor(float("inf"))))
+
+
 def test_batched_and_one_at_a_time_agree(minilm):
     # different lengths, so the batch has padding (and is reordered by length inside encode)
     texts = ["short", "A somewhat longer sentence about attention heads.", "Mid length one here.",
