@@ -450,10 +450,10 @@ print(f"largest of all: {fmt(top.max(), 3)} = {fmt(top.max() * T, 1)} × uniform
 
 # %% tags=["remove-cell"]
 assert torch.allclose(heads.sum(-1), torch.ones(1, 4, T), atol=1e-6), "rows must sum to 1"
-assert fmt(top.max() * T, 1) == "2.3", "an untrained layer's weights should stay near uniform"
+assert top.max() * T < 3, "an untrained layer's weights should stay near uniform"
 
 # %% [markdown]
-# No query gives any key more than 2.3 times the uniform share: random matrices make some keys
+# No query gives any key even three times the uniform share: random matrices make some keys
 # match a little better by chance, nothing more. Naming a head's "favourite word" here would
 # read meaning into noise. Notebook 03 trains such a layer and measures what its heads attend to.
 #
@@ -503,4 +503,5 @@ for name, value in lessons.items():
 #   vectors of length 1.
 # - Multi-head self-attention is split, attend, merge between the projections, about ten lines
 #   with your `split_heads` and `merge_heads`, equal to `attnlab.MultiHeadAttention`; untrained,
-#   its largest weight was 2.3 × uniform, and equal tokens attend identically without positions.
+#   its largest weight stayed below 3 × uniform, and equal tokens attend identically without
+#   positions.
