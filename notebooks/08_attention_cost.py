@@ -261,7 +261,7 @@ assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 # al. 2000, Jozefowicz et al. 2015); we also try 3. Random first weights are one draw, so we
 # make three (seeds 0, 1 and 2: other weights, other sequences); the table shows seed 0's.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 DISTANCES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
 LSTMS = ["LSTM default", "LSTM bias 1", "LSTM bias 3"]
 DRAWS = (0, 1, 2)
