@@ -472,8 +472,8 @@ w_q, grads = {}, {}
 for name in ("scaled", "folded"):
     model = scaling.initial_at_scale(**VARIANTS[name], seed=0)  # step 0, the same function
     torch.nn.functional.cross_entropy(model(x_train[:64]), y_train[:64]).backward()  # one batch
-    w_q[name] = model.blocks[0].attn.q.weight  # (64, 64)
-    grads[name] = w_q[name].grad  # (64, 64)   ∂L/∂W_Q
+    w_q[name] = model.blocks[0].attn.q.weight.detach()  # (64, 64)
+    grads[name] = model.blocks[0].attn.q.weight.grad  # (64, 64)   ∂L/∂W_Q
 print(f"folded / scaled: W_Q {fmt(float(w_q['folded'].norm() / w_q['scaled'].norm()), 3)}×, "
       f"its gradient {fmt(float(grads['folded'].norm() / grads['scaled'].norm()), 3)}×")
 
