@@ -225,9 +225,9 @@ guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 # wherever it stands, so neither positions nor attention have anything to add, and removing
 # positions from a bag-of-words task "changes nothing". On the contrast task the model with
 # learned positions comes close to 1 in both seeds (seed 0 is notebook 03's model), and under
-# uniform attention falls below 0.8 (chance: 0.5): it needs both. Without
-# positions it stays near chance (one seed: the twins below show that no seed and no amount of
-# training could do better).
+# uniform attention falls below 0.8 (chance: 0.5): it needs both. Without positions it stays
+# near chance (one seed: the twins below show that no seed and no amount of training could do
+# better).
 #
 # Is the model with learned positions still learning after 12 epochs, or on its plateau?
 
