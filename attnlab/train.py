@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import takewhile
 
 import torch
 from torch import nn
@@ -112,10 +113,12 @@ def shuffled_batches(n: int, batch_size: int, epochs: int, seed: int) -> Iterato
 def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tensor,
                    x_test: torch.Tensor, y_test: torch.Tensor, *, epochs: int = RECIPE["epochs"],
                    lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
-                   seed: int = 0, warmup: int = 0, verbose: bool = False) -> dict:
+                   seed: int = 0, warmup: int = 0, verbose: bool = False,
+                   stop_at: float | None = None) -> dict:
     """Train a classifier with `fit` on shuffled minibatches, `epochs` passes over the training
     set (the first `warmup` steps raising the learning rate), and evaluate on the test set after
-    every epoch.
+    every epoch. With `stop_at`, training stops after the first epoch whose test accuracy is at
+    least `stop_at` (the epochs up to it are those of the full run: the batch order is the same).
 
     Returns the history: a dict of equal-length lists `epoch`, `train_loss` (the mean loss of the
     epoch's steps, taken while the model was still learning), `test_loss` and `test_acc`.
@@ -123,12 +126,15 @@ def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tenso
     epochs = check_int("epochs", epochs, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed, verbose = check_int("seed", seed), check_bool("verbose", verbose)
+    if stop_at is not None:
+        stop_at = check_number("stop_at", stop_at)
     if len(x_train) != len(y_train) or len(x_test) != len(y_test):
         raise ValueError(f"x and y must have the same length, got train "
                          f"{len(x_train)}/{len(y_train)}, test {len(x_test)}/{len(y_test)}")
     per_epoch = -(-len(y_train) // batch_size)  # steps per epoch (the last batch may be short)
     history = {"epoch": [], "train_loss": [], "test_loss": [], "test_acc": []}
     sizes, summed = [], []  # each step's batch size, and its loss times that size
+    reached = []  # not empty once an epoch's test accuracy reached stop_at
 
     def after_step(step: int, loss: float) -> None:
         summed.append(loss * sizes[-1])
@@ -139,6 +145,8 @@ def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tenso
         test_loss, test_acc = evaluate(model, x_test, y_test)
         for key, value in zip(history, (epoch, train_loss, test_loss, test_acc)):
             history[key].append(value)
+        if stop_at is not None and test_acc >= stop_at:
+            reached.append(epoch)
         if verbose:
             print(f"epoch {epoch:2d}/{epochs}  train loss {history['train_loss'][-1]:.3f}  |  "
                   f"test loss {test_loss:.3f}  acc {test_acc:.3f}", flush=True)
@@ -147,8 +155,9 @@ def fit_classifier(model: nn.Module, x_train: torch.Tensor, y_train: torch.Tenso
         sizes.append(len(batch))
         return nn.functional.cross_entropy(model(x_train[batch]), y_train[batch])
 
-    fit(model, shuffled_batches(len(y_train), batch_size, epochs, seed), loss_fn, lr=lr,
-        warmup=warmup, after_step=after_step)
+    batches = takewhile(lambda _: not reached,
+                        shuffled_batches(len(y_train), batch_size, epochs, seed))
+    fit(model, batches, loss_fn, lr=lr, warmup=warmup, after_step=after_step)
     return history
 
 

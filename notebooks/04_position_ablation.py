@@ -209,10 +209,13 @@ acc = {key: a for key, (a, _) in table.items()}
 uniform = {key: u for key, (_, u) in table.items()}
 assert min(acc["bag", "learned"] + acc["bag", "none"]) >= 0.98, "both solve the bag task"
 assert min(uniform["bag", "learned"] + uniform["bag", "none"]) >= 0.98, "without attention too"
-assert acc["contrast", "learned"][0] == 0.995 and uniform["contrast", "learned"][0] == 0.4775
-assert min(acc["contrast", "learned"]) >= 0.99, "learned positions solve the contrast task"
-assert abs(acc["contrast", "none"][0] - 0.5) < 0.05, "no positions: chance"
-assert max(abs(u - 0.5) for u in uniform["contrast", "learned"]) < 0.05, "it needs attention"
+lost = {key: [round(400 * (a - u)) for a, u in zip(acc[key], uniform[key])] for key in acc}
+assert max(lost["bag", "learned"] + lost["bag", "none"]) <= 1, "at most one test review of 400"
+assert EPOCHS["contrast"] == RECIPE["epochs"], "seed 0's learned run is notebook 03's model"
+assert min(acc["contrast", "learned"]) >= 0.97, "learned positions solve the contrast task"
+assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s.e. of 400)"
+assert max(uniform["contrast", "learned"]) < 0.8, "it needs attention: far below, every seed"
+assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.2
 
 # %%
 guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
@@ -221,9 +224,9 @@ guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 # Both models solve the bag task, and both still do with uniform attention: one word decides
 # wherever it stands, so neither positions nor attention have anything to add, and removing
 # positions from a bag-of-words task "changes nothing". On the contrast task the model with
-# learned positions reaches at least 0.99 in both seeds (seed 0 is notebook 03's model), and
-# falls to chance under uniform attention: it needs both. Without positions it stays near
-# chance (one seed: the twins below show that no seed and no amount of training could do
+# learned positions comes close to 1 in both seeds (seed 0 is notebook 03's model), and under
+# uniform attention falls below 0.8 (chance: 0.5): it needs both. Without positions it stays
+# near chance (one seed: the twins below show that no seed and no amount of training could do
 # better).
 #
 # Is the model with learned positions still learning after 12 epochs, or on its plateau?
@@ -240,12 +243,12 @@ print("learned positions, contrast task: first epoch with a test accuracy of at 
       "| lowest test accuracy of the last 5 epochs:", ", ".join(fmt(p, 3) for p in plateau))
 
 # %% tags=["remove-cell"]
-assert [first_epoch_at(r.history) for r in runs["contrast", "learned"]] == [6, 6]
-assert min(plateau) >= 0.98, "the learned runs are on their plateau for the last 5 epochs"
+assert all(4 <= first_epoch_at(r.history) <= 8 for r in runs["contrast", "learned"]), "mid-way"
+assert min(plateau) >= 0.96, "the learned runs are on their plateau for the last 5 epochs"
 
 # %% [markdown]
-# Both learned runs pass 0.9 at epoch 6 and stay within a percent or two of 1 for the last five
-# epochs: they sit on their plateau (the curves come below, with the other encodings).
+# Both learned runs pass 0.9 around the middle of the 12 epochs and stay at 0.96 or above for
+# the last five: they sit on their plateau (the curves come below, with the other encodings).
 #
 # And why is the model without positions at chance, exactly? Give each test review its twin. A
 # model that sees only the bag of words gives both twins the same answer, so it is right on
@@ -280,7 +283,7 @@ for positions in ("learned", "none"):
 
 # %% tags=["remove-cell"]
 assert on_twins["none"] == [0.5], "a bag-of-words model is right on one twin of each pair"
-assert min(on_twins["learned"]) > 0.98
+assert min(on_twins["learned"]) > 0.97
 
 # %% [markdown]
 # ## Try it: both models side by side
@@ -395,18 +398,19 @@ print("contrast task, first epoch with a test accuracy of at least 0.9:",
 acc = {key: a for key, (a, _) in table.items()}
 uniform = {key: u for key, (_, u) in table.items()}
 assert min(acc["bag", "sinusoidal"] + acc["contrast", "sinusoidal"]) >= 0.99
-assert min(uniform["bag", "sinusoidal"]) < 0.65 and max(uniform["bag", "sinusoidal"]) < 0.98
-assert max(abs(u - 0.5) for u in uniform["contrast", "sinusoidal"]) < 0.05
+lost = {key: [round(400 * (a - u)) for a, u in zip(acc[key], uniform[key])] for key in acc}
+assert min(lost["bag", "sinusoidal"]) >= 3, "every sinusoidal bag model loses test reviews"
+assert max(uniform["contrast", "sinusoidal"]) < 0.8, "every contrast model needs attention"
 assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 first, per seed"
 
 # %% [markdown]
 # Sinusoidal positions solve both tasks, and on the contrast task both seeds reach 0.9 before
 # either learned run. But look at the bag task under uniform attention: the models that only
-# need one word, wherever it stands, lose accuracy without their attention, one of them nearly
-# all of it, where the models with learned or no positions lost none. Uniform attention answers
-# a question about a trained model, not about its task: next to position vectors four times
-# their size the words are faint, and these models came to rely on attention, plausibly to pick
-# the sentiment word out.
+# need one word, wherever it stands, lose test reviews without their attention in both seeds
+# (how many varies from run to run), where the models with learned or no positions lost at most
+# one of 400. Uniform attention answers a question about a trained model, not about its task:
+# next to position vectors four times their size the words are faint, and these models came to
+# rely on attention, plausibly to pick the sentiment word out.
 #
 # Does the size of the position vectors also slow the learning of the bag task, and does the
 # original Transformer's multiplication help? The test accuracy after each epoch without
@@ -435,22 +439,24 @@ for name, histories in bag_curves.items():
           + " | ".join("  ".join(fmt(a, 3) for a in h["test_acc"]) for h in histories))
 
 # %% tags=["remove-cell"]
-after_2 = {name: [h["test_acc"][1] for h in hs] for name, hs in bag_curves.items()}
-assert min(after_2["sinusoidal, tokens × √d"]) > max(after_2["sinusoidal"]) + 0.05
-assert min(after_2["no positions"]) == 1.0 > max(after_2["sinusoidal, tokens × √d"])
-after_1 = {name: [h["test_acc"][0] for h in hs] for name, hs in bag_curves.items()}
-assert all(a > b for a, b in zip(after_1["sinusoidal, tokens × √d"], after_1["sinusoidal"]))
-assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.99
+after = {name: list(zip(*(h["test_acc"] for h in hs))) for name, hs in bag_curves.items()}
+for epoch in (0, 1):  # per seed: the same data, initial weights (but the scale) and batches
+    assert all(a > b for a, b in zip(after["sinusoidal, tokens × √d"][epoch],
+                                     after["sinusoidal"][epoch])), "rescaled: ahead, every seed"
+assert min(after["no positions"][1]) >= 0.99 > max(after["sinusoidal"][1])
+assert all(a > b for a, b in zip(after["no positions"][1], after["sinusoidal, tokens × √d"][1]))
+assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.97
 
 # %% tags=["hide-input"]
 accuracy_curves(bag_curves, chance=0.5, title="bag task: does the size of the words matter?")
 plt.show()
 
 # %% [markdown]
-# Without positions both seeds solve the bag task after two epochs; with sinusoidal positions
-# neither does. With the token vectors √d times longer, both seeds are further along after the
-# first and the second epoch than with the vectors as drawn, though still behind the model
-# without positions; after the third, every run is at 0.99 or above. This
+# Without positions both seeds are at 0.99 or above after two epochs; with sinusoidal positions
+# neither is. With the token vectors √d times longer, each seed is further along after the first
+# and after the second epoch than its run with the vectors as drawn (the same data, weights and
+# batches but for the scale), though after two epochs still behind the model without positions;
+# after the third, every run is at 0.97 or above. This
 # agrees with the usual explanation of the multiplication (the paper itself gives none): it
 # keeps the words from being buried under position vectors several times their size. Two seeds
 # on one task; whether the same change helps or hurts where order decides (the contrast task)
@@ -472,10 +478,10 @@ reviews = task_reviews("contrast", seed=0)  # (train, test)
 net = initial_model(len(vocab), "learned", seed=0)
 net.embed.pos.table.data *= d ** -0.5 / LEARNED_POSITION_STD  # std 0.02 -> d^-1/2
 (x_tr, y_tr, _), (x_te, y_te, _) = (part.tensors(vocab) for part in reviews)
-curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, epochs=6, seed=0)
+curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, seed=0, stop_at=0.9)  # stops at 0.9
 reach_rescaled = first_epoch_at(curve)
 ### END SOLUTION
-reach_rescaled = ex04.rescaled_reach(reach_rescaled)
+reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
 
 # %% [markdown]
 # <details><summary>Hint 1</summary>
@@ -489,8 +495,8 @@ reach_rescaled = ex04.rescaled_reach(reach_rescaled)
 #
 # Build the untrained model as `train_classifier` would for the contrast task with seed 0, scale
 # its position table in place (without recording gradients), train it for a few epochs on the
-# same reviews with the same seed, and find the first epoch at 0.9 in the history it returns.
-# The epochs count from 1.
+# same reviews with the same seed (`fit_classifier(..., stop_at=0.9)` stops at the first epoch
+# at 0.9), and find the first epoch at 0.9 in the history it returns. The epochs count from 1.
 # </details>
 #
 # Compare your epoch with those of the learned and the sinusoidal runs printed above: how much
@@ -621,7 +627,7 @@ print("first epoch with a test accuracy of at least 0.9:", reach["rotary"][0])
 
 # %% tags=["remove-cell"]
 assert table["contrast", "rotary"][0][0] >= 0.99, "rotary solves the contrast task"
-assert abs(table["contrast", "rotary"][1][0] - 0.5) < 0.05, "and needs attention to"
+assert table["contrast", "rotary"][1][0] < 0.8, "and needs attention to"
 assert reach["rotary"][0] > max(reach["learned"]), "later than learned, in this run"
 
 # %% [markdown]
@@ -794,7 +800,7 @@ assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
 #   changed nothing" is a statement about the task: test an ablation on a task that needs what
 #   was removed.
 # - Uniform attention tells whether a trained model needs its attention: the bag models with
-#   learned or no positions do not; every contrast model does (it falls to chance). The
+#   learned or no positions do not; every contrast model does (it falls below 0.8). The
 #   sinusoidal bag models do too, in part: a model can rely on attention where its task does not.
 # - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
 #   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
@@ -802,6 +808,6 @@ assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
 #   both seeds; rotary ones later, in one run.
 # - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
 #   precision; with an added sinusoidal table it does not.
-# - Past the training length, on "two back", rotary decoders kept a test accuracy of 1, sinusoidal
-#   ones fell to near chance, a learned table could not be read, and a decoder without positions
-#   did what counting its past allows, at both lengths.
+# - Past the training length, on "two back", rotary decoders kept a test accuracy of 0.99 or
+#   more, sinusoidal ones fell to near chance, a learned table could not be read, and a decoder
+#   without positions did what counting its past allows, at both lengths.

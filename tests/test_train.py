@@ -6,10 +6,19 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.data import NEGATIVE, POSITIVE
+from attnlab.data import NEGATIVE, POSITIVE, Vocab
 from attnlab.models import TinyTransformer, eval_mode
 from attnlab.plots import accuracy_curves, mean_spread_bars, training_curves
-from attnlab.train import RECIPE, evaluate, fit, fit_classifier, recipe, train_classifier
+from attnlab.train import (
+    RECIPE,
+    evaluate,
+    fit,
+    fit_classifier,
+    initial_model,
+    recipe,
+    task_reviews,
+    train_classifier,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +67,18 @@ def test_training_is_deterministic():
         assert torch.equal(pa, pb), name
     c = train_classifier("contrast", "learned", seed=4, epochs=2)
     assert c.history != a.history
+
+
+def test_fit_classifier_stops_at_the_first_epoch_that_reaches_stop_at():
+    vocab = Vocab.for_reviews()
+    train, test = task_reviews("bag", seed=0)
+    data = (*train.tensors(vocab)[:2], *test.tensors(vocab)[:2])
+    full = fit_classifier(initial_model(len(vocab), seed=0), *data, epochs=3, seed=0)
+    level = full["test_acc"][1]
+    stop = next(e for e, a in zip(full["epoch"], full["test_acc"]) if a >= level)
+    short = fit_classifier(initial_model(len(vocab), seed=0), *data, epochs=3, seed=0,
+                           stop_at=level)
+    assert short == {key: values[:stop] for key, values in full.items()}
 
 
 def test_without_positions_the_contrast_task_stays_at_chance():
