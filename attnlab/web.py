@@ -82,7 +82,7 @@ def build(app: SentimentApp | None = None, concurrency: int = 4) -> gr.Blocks:
         gr.Markdown("## Sentiment app\nType a review and press Enter (or Analyse): two models "
                     "answer, and the shading shows where each one's attention went.")
         with gr.Row():
-            box = gr.Textbox(value=EXAMPLE_REVIEW, label="Review", lines=2, max_lines=8,
+            box = gr.Textbox(value=EXAMPLE_REVIEW, label="Review", lines=1, max_lines=8,
                              elem_id="review", scale=4)
             button = gr.Button("Analyse", variant="primary", elem_id="analyse", scale=1)
         message = gr.Textbox(label="Notes", interactive=False, elem_id="notes")
