@@ -28,7 +28,7 @@ NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
 
 .PHONY: setup dev run replicate test test-portable lint lab notebooks student sync fetch doctor vendor \
-	slides html bench clean lock
+	slides html bench clean lock app space
 
 setup: $(STAMP)     ## .venv with the students' lock (requirements.txt) and attnlab
 
@@ -114,11 +114,23 @@ $(BENCH)/.installed: requirements.txt requirements-assets.txt benchmarks/require
 	$(BENCH)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-bench: $(BENCH)/.installed  ## each benchmark in benchmarks/ once, on one thread; not part of make test
+bench: $(BENCH)/.installed dev  ## each benchmark in benchmarks/ once, on one thread; not part of make test
 	$(BENCH)/bin/python benchmarks/embed_images.py
 	$(BENCH)/bin/python benchmarks/minilm_vs_transformers.py
 	$(BENCH)/bin/python benchmarks/attention_cost.py
 	$(BENCH)/bin/python benchmarks/sentiment_app.py
+	$(BIN)/python benchmarks/web_app.py
+
+# The sentiment app as a web app (attnlab.web, gradio: requirements-dev.txt has it). The models
+# are loaded from the app's cache (attnlab.app.cache_dir()), or trained once before it serves.
+APP_PORT ?= 7860
+app: dev            ## the sentiment app as a web page on http://127.0.0.1:7860 (APP_PORT=...), what the Space runs
+	GRADIO_SERVER_NAME=127.0.0.1 GRADIO_SERVER_PORT=$(APP_PORT) GRADIO_ANALYTICS_ENABLED=False \
+		$(BIN)/python space/app.py
+
+space: setup        ## space/ ready to copy into a Hugging Face Space: attnlab's wheel built into it
+	rm -f space/attnlab-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w space .
 
 clean:
 	rm -rf build test-artifacts

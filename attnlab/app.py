@@ -208,7 +208,7 @@ def _short(token: str, limit: int = 24) -> str:
     return token if len(token) <= limit else token[: limit - 1] + "…"
 
 
-def _echo(text: str) -> str:
+def echo(text: str) -> str:
     """The review as shown back: cut at ECHO_CHARS, with control and format characters (NUL,
     escape, zero-width, bidi overrides ...) and lone surrogates replaced by a visible symbol, so
     what is echoed shows what was typed and cannot reorder or hide the rest."""
@@ -219,7 +219,7 @@ def _echo(text: str) -> str:
 
 def result_text(r: dict) -> str:
     """A printable, deterministic summary of an analysis."""
-    lines = [f"review ({len(r['text'])} characters): {_echo(r['text'])!r}"]
+    lines = [f"review ({len(r['text'])} characters): {echo(r['text'])!r}"]
     for name, m in r["models"].items():
         lines.append(f"  {MODEL_NAMES[name]:31s} {m['label']:8s} p = {m['probability']:.3f}")
     for name, m in r["models"].items():
@@ -236,7 +236,7 @@ def result_html(r: dict, seconds: float | None = None) -> str:
     parts = [f'<div class="attnlab-sentiment-message" style="color:#8a4b00">{esc(note)}</div>'
              for note in r["notes"]]
     parts.append(f'<div>Review: <span class="attnlab-sentiment-echo" style="white-space:pre-wrap">'
-                 f'{esc(_echo(r["text"]))}</span></div>')
+                 f'{esc(echo(r["text"]))}</span></div>')
     for name, m in r["models"].items():
         color = "#1a7f37" if m["label"] == "positive" else "#b42318"
         parts.append(
@@ -253,30 +253,46 @@ def result_html(r: dict, seconds: float | None = None) -> str:
     return "\n".join(parts)
 
 
+def token_shades(m: dict) -> list[tuple[str, float, float, bool]]:
+    """One model's tokens as the app shows them: (token, cut to 24 characters; the attention it
+    receives; that attention relative to the most attended token, 0 to 1; unknown to the
+    model?). The widget's strip and the web app's highlighted text both shade by it."""
+    if not m["tokens"]:
+        return []
+    top = float(np.max(m["received"])) or 1.0
+    unknown = set(m.get("unknown", ()))
+    return [(_short(token), float(weight), float(weight) / top, token in unknown)
+            for token, weight in zip(m["tokens"], m["received"])]
+
+
 def _token_strip(m: dict) -> str:
     """Each token on a background as dark as the attention it receives (a 1-D heatmap)."""
-    if not m["tokens"]:
+    shades = token_shades(m)
+    if not shades:
         return '<span style="color:#777">(no tokens)</span>'
-    top = float(np.max(m["received"])) or 1.0
     spans = []
-    for token, weight in zip(m["tokens"], m["received"]):
-        alpha = 0.85 * float(weight) / top
-        unknown = token in m.get("unknown", ())
+    for token, weight, relative, unknown in shades:
+        alpha = 0.85 * relative
         cls = "attnlab-sentiment-token" + (" attnlab-sentiment-unknown" if unknown else "")
-        title = f"attention {float(weight):.3f}" + (" (unknown to this model)" if unknown else "")
+        title = f"attention {weight:.3f}" + (" (unknown to this model)" if unknown else "")
         style = (f"background:rgba(68,1,84,{alpha:.2f});"
                  f"color:{'white' if alpha > 0.45 else 'black'};padding:1px 3px;margin:1px;"
                  f"border-radius:3px" + (";text-decoration:line-through" if unknown else ""))
         spans.append(f'<span class="{cls}" title="{html.escape(title)}" style="{style}">'
-                     f'{html.escape(_short(token))}</span>')
+                     f'{html.escape(token)}</span>')
     return " ".join(spans)
 
 
-def _problem_html(error: Exception) -> str:
-    """What the widget shows instead of a traceback."""
-    return (f'<div class="attnlab-sentiment-message" style="color:#b42318">Could not analyse this '
-            f'text ({html.escape(type(error).__name__)}: {html.escape(str(error))}). Try a shorter '
-            f'or different review.</div>')
+def problem_text(error: Exception) -> str:
+    """The sentence a user sees instead of a traceback (plain text: escape it for HTML)."""
+    return (f"Could not analyse this text ({type(error).__name__}: {error}). Try a shorter or "
+            f"different review.")
+
+
+def _problem_html(problem: str) -> str:
+    """What the widget shows instead of a traceback: `problem_text`, escaped."""
+    return (f'<div class="attnlab-sentiment-message" style="color:#b42318">'
+            f'{html.escape(problem)}</div>')
 
 
 # -- the app --------------------------------------------------------------------------------------
@@ -333,6 +349,17 @@ class SentimentApp:
         self.last = result
         return result
 
+    def respond(self, text) -> tuple[dict | None, str | None, float]:
+        """`analyze(text)` for a user interface: (result, None, seconds) or, when anything at all
+        goes wrong, (None, a sentence for the user, seconds); never raises. The widget and the
+        web app (`attnlab.web`) both answer through it."""
+        start = time.perf_counter()
+        try:
+            result, problem = self.analyze(text), None
+        except Exception as e:  # any failure at all: the user sees a sentence, not a traceback
+            result, problem = None, problem_text(e)
+        return result, problem, time.perf_counter() - start
+
     def _resolve(self, result: dict | None) -> dict:
         """`result`, or the last analysis when it is None."""
         r = result if result is not None else self.last
@@ -359,14 +386,10 @@ class SentimentApp:
         _ = self.widget  # built on first use: the text box and the result area
         if text is None:
             text = self._input.value
-        start = time.perf_counter()
-        try:
-            result = self.analyze(text)
-            self._result.value = result_html(result, seconds=time.perf_counter() - start)
-            return result
-        except Exception as e:  # any failure at all: the user sees a sentence, not a traceback
-            self._result.value = _problem_html(e)
-            return None
+        result, problem, seconds = self.respond(text)
+        self._result.value = (_problem_html(problem) if result is None
+                              else result_html(result, seconds=seconds))
+        return result
 
     @property
     def widget(self):
