@@ -577,8 +577,11 @@ for lp in mean_logp.values():
 # lower than greedy's). Beam search finds what the model believes; it cannot fix what the model
 # gets wrong. On the sorter trained for 100 steps, less sure of itself, beam search changes
 # dozens of the 500 answers and raises the mean log-probability (by more than 0.01), and the
-# digits right with it. The same comparison for the sorters of seeds 1 and 2 (the 300-step
-# ones of section 5, and two more trained for 100 steps):
+# digits right with it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same comparison for the sorters of seeds 1 and 2 (the 300-step ones of section 5, and two
+# more trained for 100 steps):
 
 # %%
 print(f"{'seed':<5} {'steps':>5} {'answers changed':>16} {'log-prob gained':>16} "
