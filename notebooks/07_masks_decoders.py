@@ -277,7 +277,7 @@ next_token_loss = ex07.next_token_loss(my_next_token_loss)
 # %%
 guess = ...  # your prediction: a share between 0 and 1
 ### BEGIN SOLUTION
-guess = 0.3
+guess = 0.4
 ### END SOLUTION
 
 # %%
@@ -317,10 +317,10 @@ assert min(on["teacher_forced"], off["teacher_forced"]) > 0.995, "both look perf
 assert on["generated"] > 0.99 and off["generated"] < 0.6
 
 # %% [markdown]
-# With the mask, the loss stays just above the floor and the model sorts: 0.9993 of the digits
-# it writes are right (2 of 3,000 are wrong). Without it, the loss falls to 0.001, below what
-# any model that cannot see the future can reach, and teacher forcing scores it as well as the
-# other. Yet when it writes the digits itself it gets only 0.4263 of them right. A loss below
+# With the mask, the loss stays just above the floor and the model sorts: more than 0.99 of the
+# digits it writes are right. Without it, the loss falls below 0.01 nats, far below what any
+# model that cannot see the future can reach, and teacher forcing scores it as well as the
+# other. Yet when it writes the digits itself it gets fewer than 0.6 of them right. A loss below
 # the floor is the sign of a leak: the model has read what it was asked to predict.
 
 # %% [markdown]
@@ -343,12 +343,12 @@ for name in results:
 
 # %% tags=["remove-cell"]
 u_on, u_off = uniform["with the mask"], uniform["without it"]
-assert u_on["generated"] < 0.4 and u_on["loss"] > on["loss"] + 1.0
-assert u_off["teacher_forced"] < 0.6 and u_off["loss"] > 1.0
+assert u_on["generated"] < 0.45 and u_on["loss"] > on["loss"] + 0.8
+assert 0.35 < u_off["teacher_forced"] < 0.65 and u_off["loss"] > 1.0
 
 # %% [markdown]
-# With uniform weights the sorter gets only 0.3703 of the digits right and its loss doubles
-# (2.178 against 1.068); the unmasked model's teacher-forced score falls from 0.9997 to 0.5427.
+# With uniform weights the sorter gets fewer than half of the digits right and its loss rises
+# by more than 0.8 nats; the unmasked model's teacher-forced score falls to about half.
 # Both need their attention, so their maps are worth reading. Below, the
 # attention of every query position (row) to every key (column), averaged over the 500 test
 # sequences and the two heads. Positions: `BOS`, the digits d1–d6, `SEP`, and the sorted digits
@@ -376,16 +376,18 @@ print(f"without the mask, weight on later keys: {fmt(off['future'], 3)}, on key 
       f"{fmt(torch.diagonal(mean_maps['without it'], offset=1).mean(), 2)}")
 
 # %% tags=["remove-cell"]
-assert (on_bos > 0.8).all() and (on_digits > 0.8).all()
-assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.5
+assert (on_bos > 0.55).all() and (on_digits > 0.6).all(), "most of the weight, in every seed"
+digit_shares = mean[LENGTH + 1:, 1:LENGTH + 1] / on_digits[1:, None]  # (6, 6)   SEP..s5 x d1..d6
+assert (digit_shares > 0.5 / LENGTH).all(), "every digit gets at least half an even share"
+assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.4
 assert on["future"] == 0.0 and off["future"] > 0.5
 
 # %% [markdown]
 # With the mask, everything above the diagonal is 0. The queries `BOS` to d5 predict a random
-# digit, which nothing before them can tell; they put 0.81 to 1.00 of their weight on `BOS`.
-# From d6 on (d6 is the query that predicts `SEP`), the queries put 0.85 to 0.98 of their weight
-# on the six digits, spread about evenly in this average. Without the mask, 0.644 of the
-# weight goes to later positions, where the answers are; the bright line just above the
+# digit, which nothing before them can tell; they put most of their weight (more than half) on
+# `BOS`. From d6 on (d6 is the query that predicts `SEP`), the queries put most of their weight
+# on the six digits, spread over all six in this average. Without the mask, more than half of
+# the weight goes to later positions, where the answers are; the bright line just above the
 # diagonal is each position reading the token right after it, the very token it is asked to
 # predict.
 #
@@ -409,12 +411,13 @@ for h in range(2):
 print(f"{'a random pick':>45}   {fmt(pointing['base_rate'], 2):>11}")
 
 # %% tags=["remove-cell"]
-assert (pointing["times_even"] > 1.5).all() and (pointing["hit_rate"] > 1.8 * pointing["base_rate"]).all()
+assert (pointing["times_even"] > 1.3).all()
+assert (pointing["hit_rate"] > 1.8 * pointing["base_rate"]).all()
 
 # %% [markdown]
-# Both heads point at the digit they are about to write: 2.23 and 1.86 times an even share, and
-# it is the digit with the most weight 0.66 and 0.51 of the time, where a random pick would hit
-# 0.25 of the time. The average map hid that.
+# Both heads point at the digit they are about to write: it gets more than 1.3 times an even
+# share of their weight, and it is the digit with the most weight about twice as often as a
+# random pick would hit it, or more. The average map hid that.
 #
 # ### The weight on BOS: an attention sink
 #
@@ -439,17 +442,55 @@ for name, r in sink.items():
           f"{fmt(r['generated'], 4):>20}")
 
 # %% tags=["remove-cell"]
-zeroed, hidden = sink["BOS value zeroed"], sink["BOS hidden as a key"]
-assert zeroed["loss_random"] - on["loss_random"] < 0.1 and zeroed["generated"] > 0.99
-assert hidden["loss_random"] > on["loss_random"] + 1.0
+def sink_costs(sink):
+    """What zeroing BOS's value and hiding BOS as a key add to the random-digit loss."""
+    base = sink["as trained"]["loss_random"]
+    return (sink["BOS value zeroed"]["loss_random"] - base,
+            sink["BOS hidden as a key"]["loss_random"] - base)
+
+
+zeroed_cost, hidden_cost = sink_costs(sink)
+assert zeroed_cost < 0.8 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
 
 # %% [markdown]
-# Zero `BOS`'s value and little changes: the loss on the random digits goes from 2.303 to 2.360,
-# and 0.9977 of the sorted digits are still right. Hide `BOS` as a key and the random-digit
-# queries must spend that weight on the digits before them: their loss jumps to 3.783, far above
-# ln 10, because they now predict the next random digit from the ones before it, confidently and
-# wrongly. What the sink contributes is almost nothing; the weight it takes is what keeps these
-# queries from reading anything else, the same finding as for `[CLS]` in notebook 06.
+# Zero `BOS`'s value and the loss on the random digits rises by less than a nat. Hide `BOS` as
+# a key and the random-digit queries must spend that weight on the digits before them: their
+# loss jumps more than a nat above ln 10, several times what zeroing cost, because they now
+# predict the next random digit from the ones before it, confidently and wrongly. The weight the
+# sink takes is what keeps these queries from reading anything else, the same finding as for
+# `[CLS]` in notebook 06. What the sorted digits lose is another matter, and it depends on the
+# training run: the next cell trains two more sorters by the same recipe (seeds 1 and 2) and
+# repeats both tests on each.
+
+# %%
+sorters = {0: masked, **{s: train_sorter(causal=True, seed=s)[0] for s in (1, 2)}}
+print(f"{'seed':<5} {'digits right':>12} {'uniform':>8}   {'loss on the random digits':^36}")
+print(f"{'':<5} {'':>12} {'':>8}   {'as trained':>10} {'value zeroed':>12} {'key hidden':>11}")
+seed_sinks, right_uniform = {0: sink}, {0: uniform["with the mask"]["generated"]}  # seed 0: above
+for s, model in sorters.items():
+    if s not in seed_sinks:
+        with attnlab.uniform_attention():
+            right_uniform[s] = evaluate_sorter(model, test)["generated"]
+        seed_sinks[s] = {"as trained": evaluate_sorter(model, test)}
+        for name, how in (("BOS value zeroed", "value"), ("BOS hidden as a key", "mask")):
+            with hide_key(*[block.self_attn for block in model.blocks], position=0, how=how):
+                seed_sinks[s][name] = evaluate_sorter(model, test)
+    r = {name: x["loss_random"] for name, x in seed_sinks[s].items()}
+    print(f"{s:<5} {fmt(seed_sinks[s]['as trained']['generated'], 4):>12} "
+          f"{fmt(right_uniform[s], 4):>8}   {fmt(r['as trained'], 2):>10} "
+          f"{fmt(r['BOS value zeroed'], 2):>12} {fmt(r['BOS hidden as a key'], 2):>11}")
+
+# %% tags=["remove-cell"]
+for s in sorters:
+    assert seed_sinks[s]["as trained"]["generated"] > 0.99 and right_uniform[s] < 0.45
+    zeroed_cost, hidden_cost = sink_costs(seed_sinks[s])
+    assert zeroed_cost < 0.8 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
+
+# %% [markdown]
+# In every seed the sorter sorts, needs its attention (uniform weights: fewer than half of the
+# digits right), and hiding `BOS` as a key costs the random digits several times what zeroing
+# its value costs. What zeroing the value does to the *sorted* digits (the table before this
+# one) is another question, one this notebook does not answer for every training run.
 
 # %% [markdown]
 # ## 6 · Generating: greedy decoding, beam search, sampling
@@ -503,7 +544,7 @@ assert repeats["without it"] > 2 * repeats["with the mask"]
 # %% slideshow={"slide_type": "subslide"}
 early, _ = train_sorter(causal=True, seed=0, steps=100)  # the same recipe, a third of the steps
 print(f"{'':20} {'':16} {'mean log-prob':>13} {'digits right':>13} {'sequences right':>16}")
-beam_gain = {}
+beam_gain, mean_logp = {}, {}
 for model_name, model in (("sorter (300 steps)", masked), ("sorter (100 steps)", early)):
     greedy_out = generate(model, prompts, LENGTH)  # (500, 14)
     beams, beam_logp = beam_search(model, prompts, LENGTH, beam_width=4)  # (500, 4, 14), (500, 4)
@@ -515,21 +556,62 @@ for model_name, model in (("sorter (300 steps)", masked), ("sorter (100 steps)",
         print(f"{model_name:20} {decoder:16} {fmt(logp.mean(), 3):>13} "
               f"{fmt(right.double().mean(), 4):>13} {fmt(right.all(-1).double().mean(), 3):>16}")
     changed = int((beams[:, 0] != greedy_out).any(-1).sum())
-    beam_gain[model_name] = (changed, rows["beam, width 4"][1].mean() - rows["greedy"][1].mean())
+    lp = mean_logp[model_name] = {decoder: logp.mean() for decoder, (_, logp) in rows.items()}
+    beam_gain[model_name] = {"changed": changed, "gain": lp["beam, width 4"] - lp["greedy"],
+                             "right": [(out[:, LENGTH + 2:] == answer).double().mean()
+                                       for out in (greedy_out, beams[:, 0])]}
     print(f"{'':20} beam search wrote another answer than greedy for {changed} of 500 prompts")
 
 # %% tags=["remove-cell"]
-assert beam_gain["sorter (300 steps)"][0] == 0 and beam_gain["sorter (100 steps)"][0] > 20
-assert beam_gain["sorter (100 steps)"][1] > 0.01
+trained, short = beam_gain["sorter (300 steps)"], beam_gain["sorter (100 steps)"]
+assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
+assert short["changed"] > 20 and short["gain"] > 0.01 and short["right"][1] >= short["right"][0]
+for lp in mean_logp.values():
+    assert lp["the right answer"] < lp["greedy"], "the model prefers its own wrong answers"
 
 # %% [markdown]
-# On the trained sorter beam search writes exactly what greedy writes, for all 500 prompts: at
-# each step one token is so much more likely than the others that no detour pays. Its two wrong
-# digits are not a search failure: the model gives its own wrong answers more probability than
-# the right ones (the right answers' mean log-probability is lower than greedy's). Beam search
-# finds what the model believes; it cannot fix what the model gets wrong. On the sorter trained
-# for 100 steps, less sure of itself, beam search changes 53 of 500 answers, raises the mean
-# log-probability from −1.217 to −1.186 and the digits right from 0.9277 to 0.9353.
+# On the trained sorter beam search writes what greedy writes, for all or all but a few (at most
+# 10) of the 500 prompts: at each step one token is so much more likely than the others that a detour
+# rarely pays. Its few wrong digits are not a search failure: the model gives its own wrong
+# answers more probability than the right ones (the right answers' mean log-probability is
+# lower than greedy's). Beam search finds what the model believes; it cannot fix what the model
+# gets wrong. On the sorter trained for 100 steps, less sure of itself, beam search changes
+# dozens of the 500 answers and raises the mean log-probability (by more than 0.01), and the
+# digits right with it.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same comparison for the sorters of seeds 1 and 2 (the 300-step ones of section 5, and two
+# more trained for 100 steps):
+
+# %%
+print(f"{'seed':<5} {'steps':>5} {'answers changed':>16} {'log-prob gained':>16} "
+      f"{'digits right: greedy':>21} {'beam':>7}")
+seed_beams = {(0, 300): beam_gain["sorter (300 steps)"],
+              (0, 100): beam_gain["sorter (100 steps)"]}  # seed 0: measured above
+for s in sorters:
+    short = early if s == 0 else train_sorter(causal=True, seed=s, steps=100)[0]
+    for steps, model in ((300, sorters[s]), (100, short)):
+        if (s, steps) not in seed_beams:
+            greedy_out = generate(model, prompts, LENGTH)  # (500, 14)
+            best = beam_search(model, prompts, LENGTH, beam_width=4)[0][:, 0]  # (500, 14)
+            logp = [sequence_logprob(model, out, LENGTH + 2).mean() for out in (greedy_out, best)]
+            right = [(out[:, LENGTH + 2:] == answer).double().mean() for out in (greedy_out, best)]
+            seed_beams[s, steps] = {"changed": int((best != greedy_out).any(-1).sum()),
+                                    "gain": logp[1] - logp[0], "right": right}
+        b = seed_beams[s, steps]
+        print(f"{s:<5} {steps:>5} {b['changed']:>16} {fmt(b['gain'], 4):>16} "
+              f"{fmt(b['right'][0], 4):>21} {fmt(b['right'][1], 4):>7}")
+
+# %% tags=["remove-cell"]
+for s in sorters:
+    trained, early_s = seed_beams[s, 300], seed_beams[s, 100]
+    assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
+    assert early_s["changed"] > 20 and early_s["gain"] > 0.01
+    assert early_s["right"][1] >= early_s["right"][0]
+
+# %% [markdown]
+# Every seed tells the same story: beam search all but ignores the well-trained sorters and
+# raises the probability of the less-trained ones' answers, and their accuracy a little.
 
 # %% [markdown]
 # ### Sampling: temperature, top-k, top-p
@@ -581,8 +663,9 @@ top_p = ex07.top_p_filter(my_top_p)
 # will be right, and how many different answers will the 10 samples of one prompt give?
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: greedy gets 0.9993 of the digits right. At τ = 0.1, near 1.0 or
-# lower? At τ = 10 (logits divided by 10): chance (0.1), or is the model still right often?
+# Ask the class before running: greedy gets more than 0.99 of the digits right. At τ = 0.1,
+# near that or lower? At τ = 10 (logits divided by 10): chance (0.1), or is the model still
+# right often?
 # And the number of distinct answers among 10 samples: 1, a few, or 10?
 
 # %%
@@ -624,32 +707,38 @@ guess_accuracy = ex07.temperature_accuracy(guess_accuracy, [cold["right"], hot["
 guess_distinct = ex07.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
 
 # %% tags=["remove-cell"]
-best = max(r["right"] for r in table.values())
-assert table["greedy"]["right"] == best and cold["right"] == best, "sampling cannot beat greedy"
+greedy_right = table["greedy"]["right"]
+assert greedy_right > 0.99 and table["beam, width 4"]["right"] > 0.99
+assert abs(cold["right"] - greedy_right) < 0.002 and cold["distinct"] < 1.1, "τ 0.1 ≈ greedy"
 rights = [table[f"temperature {t:g}"]["right"] for t in (0.1, 0.5, 1.0, 2.0, 10.0)]
 assert rights == sorted(rights, reverse=True), "accuracy falls as the temperature rises"
+assert max(rights[2:]) < greedy_right - 0.005, "from τ = 1 on, sampling loses accuracy"
 kinds = [table[f"temperature {t:g}"]["distinct"] for t in (0.1, 0.5, 1.0, 2.0, 10.0)]
-assert kinds == sorted(kinds) and cold["distinct"] == 1.0 and hot["distinct"] == 10.0
+assert kinds == sorted(kinds) and hot["distinct"] == 10.0
 assert hot["right"] < 0.25
 for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
-    assert table[name]["right"] > table["temperature 2"]["right"] + 0.05
-    assert table[name]["distinct"] < table["temperature 2"]["distinct"] / 1.5
+    assert table["temperature 2"]["right"] + 0.05 < table[name]["right"] < greedy_right
+    assert table[name]["distinct"] < table["temperature 2"]["distinct"] * 2 / 3
 
 # %% [markdown]
-# On a task with one right answer, sampling can only lose accuracy: greedy and beam search write
-# the model's most likely digits, and every draw of a less likely one is a wrong digit. At
-# τ = 0.1 sampling *is* greedy (1.0000 right, one answer per prompt). As τ rises, accuracy falls
-# and the answers multiply; at τ = 10 the digits are drawn almost uniformly (0.1639 right) and
-# all 10 samples of a prompt differ. The filters take back most of the damage at τ = 2: top-k 2
-# and top-p 0.9 keep 0.9357 and 0.9413 of the digits right instead of 0.8293, with about half as
-# many different answers, because they never draw from the unlikely tail.
+# Greedy and beam search write the model's most likely digits, and here those are right more
+# than 0.99 of the time. Where the most likely digit is right, every draw of another one is a
+# wrong digit; where it is wrong, a draw can happen to be right. Sampling can beat greedy only
+# where greedy errs, so with a model this often right it loses on balance. At τ = 0.1 sampling
+# is all but greedy (within 0.002 of its accuracy, about one answer per prompt). From τ = 1 on,
+# accuracy falls below greedy's and the answers multiply; at τ = 10 the digits are drawn almost
+# uniformly (fewer than 0.25 right) and all 10 samples of a prompt differ. The filters take back
+# most of the damage at τ = 2: top-k 2 and top-p 0.9 keep more of the digits right (by more
+# than 0.05) than plain τ = 2, with under two thirds as many different answers, because they
+# never draw from the unlikely tail.
 #
 # Why sample at all, then? For open-ended text, where many continuations are good and none is
 # *the* answer. The reason given in the literature (Holtzman et al., 2020, who introduced
 # top-p) is that the most likely continuations of a language model are often bland and
 # repetitive, and that sampling with a truncated tail gives text that reads better. That is a
 # claim about language models and human readers; this notebook does not measure it. What it
-# does measure: every bit of variety sampling adds here was paid for in accuracy.
+# does measure: with a model that is almost always right, the variety sampling adds here was
+# paid for in accuracy.
 
 # %% [markdown]
 # ## 7 · Cross-attention: an encoder–decoder that reverses
@@ -763,9 +852,9 @@ plt.ylabel("target step (query)")
 plt.show()
 
 # %% [markdown]
-# The reverser needs its cross-attention: with uniform weights it writes only 0.283 of the
-# digits right, against 1.000. And it looks where the task says: step i reads source position
-# 5 − i, with 0.937 of the weight on average.
+# The reverser needs its cross-attention: with uniform weights it writes fewer than 0.35 of the
+# digits right, against more than 0.99. And it looks where the task says: step i reads source
+# position 5 − i, with more than 0.9 of the weight on average.
 # Nobody told it where to look; it found the alignment from the loss alone.
 #
 # Aligning a translation with its source is the job attention over a sequence was brought into
@@ -783,16 +872,20 @@ plt.show()
 #   position gets exactly 0 weight on the future (15 of 15 entries above). Combined with a
 #   padding mask (`&`, broadcast to (B, H, T, T)), a padded prompt's real tokens attend exactly
 #   as if the prompt were alone.
-# - Without the causal mask a next-token model cheats: loss 0.001 against a floor of 1.063, the
-#   sorted digits right under teacher forcing, but only 0.4263 of them when it writes them
-#   itself; 0.644 of its attention is on the future. With the mask: 0.9993 right.
-# - The sorter needs its attention (uniform weights: 0.3703 right). Its heads point at the
-#   digit they write next (1.86 to 2.23 times an even share), which the average map hides; its
-#   weight on `BOS` is an attention sink: zeroing BOS's value costs little (random-digit loss
-#   2.360), hiding it as a key a lot (3.783).
-# - Beam search maximises the model's probability: on the trained sorter it writes what greedy
-#   writes; on a less-trained one it raises the log-probability and the accuracy a little.
-#   Sampling trades accuracy for variety (τ = 10: 0.1639 right, 10 different answers in 10);
-#   top-k and top-p cut the tail and keep most of the accuracy.
-# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: 0.283
-#   right) and puts 0.937 of it on the mirrored source digit, learned from the loss alone.
+# - Without the causal mask a next-token model cheats: its loss falls far below the floor, the
+#   sorted digits are right under teacher forcing, but fewer than 0.6 of them when it writes
+#   them itself; more than half of its attention is on the future. With the mask: more than
+#   0.99 right.
+# - The sorter needs its attention (uniform weights: fewer than half the digits right). Its
+#   heads point at the digit they write next, which the average map hides; its weight on `BOS`
+#   is an attention sink: hiding BOS as a key costs the random digits several times what
+#   zeroing its value costs, in every seed.
+# - Beam search maximises the model's probability: on the trained sorters it writes what greedy
+#   writes, all but a few answers; on less-trained ones it raises the log-probability and the
+#   accuracy a little. Sampling can beat greedy only where greedy is wrong; with a sorter that
+#   is right more than 0.99 of the time it trades accuracy for variety (τ = 10: fewer than 0.25
+#   right, 10 different answers in 10); top-k and top-p cut the tail and keep most of the
+#   accuracy.
+# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: fewer
+#   than 0.35 right) and puts more than 0.9 of it on the mirrored source digit, learned from
+#   the loss alone.

@@ -325,8 +325,8 @@ def temperature_diversity(guess, measured):
     return check_prediction(
         guess, measured, name="different outputs at temperatures 0.1 and 10", tolerance=2.0,
         digits=2,
-        lesson="At 0.1 every sample is the greedy output; at 10 almost every token is a fresh "
-               "draw, so no two samples of six digits agree.")
+        lesson="At 0.1 almost every sample is the greedy output; at 10 almost every token is a "
+               "fresh draw, so no two samples of six digits agree.")
 
 
 # --- the decoder block, written out -----------------------------------------------------------
