@@ -252,7 +252,7 @@ assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
 
 # %% [markdown]
 # It separates them a little: better than chance on pairs it never saw, but far from what the
-# head does on one-word reviews, and not even on its own training vectors near 0.9. The mean
+# head does on one-word reviews, and below 0.9 even on its own training vectors. The mean
 # keeps which words occur and only a faint trace of which one comes after "but". So the head (and
 # the sentiment app) use the one-word reviews, which a mean carries.
 
@@ -414,13 +414,13 @@ without_key = ex06.without_key(my_without_key)
 # `encode_without_key(minilm, sentences, ...)` does the same in every head of every layer, for
 # `[CLS]` (`position=0`) or for a word of each sentence (`word_index=`, all its word pieces). The
 # token itself stays in the sentence and in the mean: only its role as a key changes. We compare
-# three tokens on the first 150 test reviews: `[CLS]`, the sentiment word, and a filler word (the
+# three tokens on the first 100 test reviews: `[CLS]`, the sentiment word, and a filler word (the
 # first word, or the second where the first is the sentiment word). For each: the cosine to the
 # normal sentence vectors, and the sentiment head's accuracy.
 
 # %%
-reviews = test[:150]
-texts, y_some, x_some = reviews.texts(), y_test[:150], x_test[:150]
+reviews = test[:100]
+texts, y_some, x_some = reviews.texts(), y_test[:100], x_test[:100]
 filler = [1 if p == 0 else 0 for p in reviews.positions]
 tokens_out = {"[CLS]": {"position": 0}, "the sentiment word": {"word_index": reviews.positions},
               "a filler word": {"word_index": filler}}
@@ -430,7 +430,7 @@ print(f"{'':18}  cosine  accuracy    cosine  accuracy")
 moved = {}
 for name, which in tokens_out.items():
     for how in ("mask", "value"):
-        v = encode_without_key(minilm, texts, how=how, **which)  # (150, 384)
+        v = encode_without_key(minilm, texts, how=how, **which)  # (100, 384)
         moved[name, how] = ((v * x_some).sum(1).mean().item(), evaluate(head, v, y_some)[1])
     print(f"{name:18}" + "".join(f"   {fmt(moved[name, how][0], 3)}     "
                                  f"{fmt(moved[name, how][1], 3)}" for how in ("mask", "value")))
@@ -438,10 +438,11 @@ for name, which in tokens_out.items():
 # %% tags=["remove-cell"]
 for name in ("the sentiment word", "a filler word"):
     assert abs(moved[name, "mask"][0] - moved[name, "value"][0]) < 0.02, name
-assert moved["the sentiment word", "mask"][1] < 0.9
-assert moved["the sentiment word", "value"][1] < 0.95
+assert all(moved["the sentiment word", how][1] < base_acc - 0.03 for how in ("mask", "value"))
 assert moved["[CLS]", "value"][0] > 0.99 and abs(moved["[CLS]", "value"][1] - base_acc) <= 0.01
-assert moved["[CLS]", "mask"][0] < 0.7 and moved["[CLS]", "mask"][1] < 0.96
+assert moved["[CLS]", "mask"][0] < 0.7
+assert all(0.9 < moved["the sentiment word", how][0] < moved["a filler word", how][0]
+           for how in ("mask", "value")), "a filler word moves the vectors less"
 assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
 
 # %% [markdown]
@@ -549,7 +550,7 @@ pairs = [("The trophy did not fit in the suitcase because it was too {}.", "big"
          ("The cat sat on the mat because it was {}.", "tired", "soft", "sleepy", "cat", "mat"),
          ("The bird ate the worm because it was {}.", "hungry", "tasty", "starving", "bird",
           "worm"),
-         ("The rock broke the window because it was {}.", "heavy", "fragile", "hard", "rock",
+         ("The rock broke the window because it was {}.", "heavy", "fragile", "solid", "rock",
           "window"),
          ("The fish ignored the bait because it was {}.", "full", "rotten", "wary", "fish",
           "bait"),
@@ -594,15 +595,18 @@ assert ((every - 0.1).abs() > 5e-4).all(), "no move so close to 0.1 that another
 assert size["minimal"] < 1.5 * size["control"], "minimal pairs move about as much as controls"
 assert top["control"].abs().max() > 0.75 * top["minimal"].max()
 assert int((moves["minimal"].min(0).values > 0).sum()) == 0
-assert all(0 < n <= 10 for n in moving.values()), "a handful of heads move in each group"
+assert [fmt(size[k], 3) for k in moves] == ["0.014", "0.011"] and moving == {"minimal": 7,
+                                                                            "control": 2}
+assert fmt(top["minimal"].max(), 2) == "0.41" and fmt(top["control"].abs().max(), 2) == "0.37"
 second = moves["minimal"].mean(0).flatten().topk(2).values
 assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU could swap"
 
 # %% [markdown]
-# Changing what *it* refers to moves the weights of `it` hardly more than changing a word that
-# leaves the referent alone: the mean size of a move is about the same in both groups, a handful
-# of heads move by more than 0.1 in each, and the head that moves most with the meaning moves
-# almost as far in a control pair. No head moves towards the new referent in every minimal pair.
+# Changing what *it* refers to moves the weights of `it` only a little more than changing a word
+# that leaves the referent alone: the mean size of a move is 0.014 against 0.011, and a few more
+# heads move by more than 0.1 (7 of 72 against 2). But the head that moves most with the meaning
+# (0.41) moves almost as far (0.37) in a control pair, and no head moves towards the new referent
+# in every minimal pair.
 # These weights show heads reacting to a changed word, not a head that resolves pronouns. The
 # model may still resolve *it* elsewhere, in its vectors; the weights alone do not show it.
 
@@ -701,14 +705,16 @@ for name, probs in p.items():
     diagram[name] = bins(confidence.double(), answer == y, 5)
     n, conf, acc = diagram[name]
     print(f"{name}: mean confidence {fmt(confidence.mean(), 2)}, accuracy "
-          f"{fmt((answer == y).double().mean(), 3)}, mean gap {fmt(calibration_gap(*diagram[name]), 2)}")
+          f"{fmt((answer == y).double().mean(), 3)}, "
+          f"mean gap {fmt(calibration_gap(*diagram[name]), 2)}")
     print("  " + "   ".join(f"{int(k)} at {fmt(c, 2)}: {fmt(a, 2)}" for k, c, a in zip(n, conf, acc)
                             if k))
 gaps = [calibration_gap(*diagram["MiniLM + head"])]
 for probs in other_heads:
     confidence, answer = probs.max(dim=1)  # (400,) each
     gaps.append(calibration_gap(*bins(confidence.double(), answer == y, 5)))
-print("MiniLM + head, mean gap of the heads of seeds 0, 1, 2: " + ", ".join(fmt(g, 2) for g in gaps))
+print("MiniLM + head, mean gap of the heads of seeds 0, 1, 2: "
+      + ", ".join(fmt(g, 2) for g in gaps))
 
 # %% tags=["remove-cell"]
 n, conf, acc = diagram["TinyTransformer"]
@@ -739,16 +745,16 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The TinyTransformer's confidence tells little: its accuracy stays below 0.7 in every bin,
-# also in the last one, which holds more of its answers than any other at a mean confidence above
-# 0.95. MiniLM + head's accuracy rises with its confidence (not always smoothly: the lower bins
-# hold few answers), from below 0.7 in the lowest bin to above 0.99 in the highest, which holds
-# most of its answers. The mean gap between accuracy and confidence, weighted by the answers in
-# each bin, is below 0.1 for each of the three heads and above 0.2 for the TinyTransformer: only
-# MiniLM + head's confidence can be trusted here. Why is the tiny model so sure? The `<unk>` token never occurs in its training reviews, so its embedding
-# never received a gradient and is still the random vector it started with. At test time the
-# decisive word becomes that vector, and the network's answer is wherever that random direction
-# pushes.
+# The TinyTransformer's confidence tells little: its accuracy stays below 0.7 in every bin of 20
+# answers or more, also in the last one, which holds more of its answers than any other, at a
+# mean confidence above 0.95. MiniLM + head's accuracy rises with its confidence (not always
+# smoothly: the lower bins hold few answers), from below 0.7 in the lowest bin to above 0.99 in
+# the highest, which holds most of its answers. The mean gap between accuracy and confidence,
+# weighted by the answers in each bin, is below 0.1 for each of the three heads and above 0.2
+# for the TinyTransformer: only MiniLM + head's confidence can be trusted here. Why is the tiny
+# model so sure? The `<unk>` token never occurs in its training reviews, so its embedding never
+# received a gradient and is still the random vector it started with. At test time the decisive
+# word becomes that vector, and the network's answer is wherever that random direction pushes.
 
 # %%
 x_tiny_train, _, _ = tiny.train.tensors(tiny.vocab)      # (1600, T) ids
@@ -831,12 +837,13 @@ app.widget
 #   about 0.44 with their normal selves (probe sentences); three sentiment heads, on a task a bag
 #   of words solves, each lose a few points.
 # - `[CLS]` receives more attention than any other token in every layer of ten probe sentences,
-#   no other token more than a quarter of it. Zeroing its value changes almost nothing; hiding it
-#   as a key moves the vectors far; for the sentiment word both do about the same. Weight on a
-#   token is not information from it; the two interventions tell them apart.
-# - In seven minimal pairs the weights of *it* move hardly more than in seven control pairs whose
-#   changed word leaves the referent alone: no head tracks what *it* refers to.
+#   no other token more than a quarter of a layer's attention. Zeroing its value changes almost
+#   nothing; hiding it as a key moves the vectors far; for the sentiment word both do about the
+#   same. Weight on a token is not information from it; the two interventions tell them apart.
+# - In seven minimal pairs the weights of *it* move only a little more than in seven control pairs
+#   whose changed word leaves the referent alone, and no head follows the referent in every pair:
+#   the weights show no head that tracks what *it* refers to.
 # - On sentiment words it never saw, the frozen encoder with a 770-weight head stays accurate
 #   (above 0.9, three heads) and its confidence matches its accuracy; the TinyTransformer falls
-#   to near chance, with its accuracy below 0.7 at every confidence: its `<unk>` vector never
-#   trained. Confidence is not accuracy; a reliability diagram shows which to trust.
+#   to near chance, its accuracy below 0.7 even at its highest confidence: its `<unk>` vector
+#   never trained. Confidence is not accuracy; a reliability diagram shows which to trust.
