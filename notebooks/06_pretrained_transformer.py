@@ -181,20 +181,26 @@ assert across < similarity[nearest, torch.arange(6)].min()
 # (`fit_head`, with the series' training loop). The reviews are notebook 04's **bag** task: one
 # positive or negative word among neutral filler, `task_reviews("bag")`. A linear layer on 384
 # numbers needs few examples, so it gets the first 400 training reviews: running them through
-# MiniLM is the slow part.
+# MiniLM is the slow part. Training the head is cheap, so we train three, with seeds 0, 1 and 2
+# (the seed picks the first weights and the batch order), and believe only what all three show.
 
 # %%
 train, test = task_reviews("bag")  # the reviews train_classifier(task="bag") uses
 head_train = train[: HEAD_RECIPE["n_train"]]
 x_train, x_test = minilm.encode(head_train.texts()), minilm.encode(test.texts())  # (N, 384)
 y_train, y_test = torch.tensor(head_train.labels), torch.tensor(test.labels)  # (N,)
-head, head_history = fit_head(x_train, y_train, x_test, y_test)
-head_acc = head_history["test_acc"][-1]
-print(f"MiniLM + head: trained on {len(head_train)} reviews, test accuracy on {len(test)}: "
-      f"{fmt(head_acc, 3)} ({count(head):,} weights trained, {n_params:,} frozen)")
+SEEDS = (0, 1, 2)
+heads = [fit_head(x_train, y_train, x_test, y_test, seed=s)[0] for s in SEEDS]
+head = heads[0]  # seed 0's head: the interventions and the app below use it
+head_accs = [evaluate(h, x_test, y_test)[1] for h in heads]
+head_acc = head_accs[0]
+print(f"MiniLM + head: trained on {len(head_train)} reviews ({count(head):,} weights trained, "
+      f"{n_params:,} frozen)")
+print(f"test accuracy on {len(test)}: "
+      + ", ".join(f"{fmt(a, 3)} (seed {s})" for s, a in zip(SEEDS, head_accs)))
 
 # %% tags=["remove-cell"]
-assert head_acc >= 0.95
+assert min(head_accs) >= 0.95
 
 # %% [markdown]
 # Why not notebook 03's contrast reviews ("… dull … but … superb …", the word after "but"
@@ -202,7 +208,7 @@ assert head_acc >= 0.95
 # review and its label flips; how far does its sentence vector move?
 
 # %%
-contrast = data.make_contrast_reviews(50, seed=0)
+contrast = data.make_contrast_reviews(200, seed=0)
 sentiment_words = set(data.POSITIVE + data.NEGATIVE)
 swapped = []
 for words, _, _ in contrast:
@@ -210,18 +216,45 @@ for words, _, _ in contrast:
     turned = list(words)
     turned[first], turned[second] = words[second], words[first]  # the label flips
     swapped.append(" ".join(turned))
-swap_cos = (minilm.encode(contrast.texts()) * minilm.encode(swapped)).sum(1)  # (50,)
+x_contrast, x_swapped = minilm.encode(contrast.texts()), minilm.encode(swapped)  # (200, 384)
+swap_cos = (x_contrast * x_swapped).sum(1)  # (200,)
 print(f"{contrast.texts()[1]!r} -> {swapped[1]!r}")
 print(f"cosine of a contrast review and its swap, over {len(contrast)} reviews: mean "
       f"{fmt(swap_cos.mean(), 3)}, lowest {fmt(swap_cos.min(), 3)}")
 
 # %% tags=["remove-cell"]
-assert swap_cos.mean() > 0.9 and swap_cos.min() > 0.7
+assert swap_cos.mean() > 0.95 and swap_cos.min() > 0.7
 
 # %% [markdown]
-# Two reviews with opposite labels get nearly the same vector: the mean keeps which words occur
-# and loses most of which one comes after "but". A linear layer on such vectors cannot separate
-# them, so the head (and the sentiment app) use the one-word reviews, which a mean can carry.
+# Two reviews with opposite labels get nearly the same vector. Nearly, not exactly: can a linear
+# layer still tell them apart? Train one by the head's recipe on 150 reviews and their swaps (300
+# vectors: every bag of words once with each label) and test it on the other 50 pairs, three
+# seeds.
+
+# %%
+y_contrast = torch.tensor(contrast.labels)  # (200,)   its swap has the other label
+probe_x = torch.cat([x_contrast, x_swapped])  # (400, 384)
+probe_y = torch.cat([y_contrast, 1 - y_contrast])  # (400,)
+fit_side = torch.arange(len(probe_y)) % len(contrast) < 150  # (400,)   a pair on one side
+probe_accs = []  # (accuracy on its 300 training vectors, on the 100 held out) per seed
+for s in SEEDS:
+    probe, _ = fit_head(probe_x[fit_side], probe_y[fit_side], probe_x[~fit_side],
+                        probe_y[~fit_side], seed=s)
+    probe_accs.append([evaluate(probe, probe_x[side], probe_y[side])[1]
+                       for side in (fit_side, ~fit_side)])
+print("a linear layer on contrast reviews and their swaps, accuracy (chance: 0.5)")
+for s, (on_fit, held_out) in zip(SEEDS, probe_accs):
+    print(f"  seed {s}: {fmt(on_fit, 3)} on its training vectors, {fmt(held_out, 3)} held out")
+
+# %% tags=["remove-cell"]
+assert all(0.55 < held_out < 0.85 and on_fit < 0.9 for on_fit, held_out in probe_accs)
+assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
+
+# %% [markdown]
+# It separates them a little: better than chance on pairs it never saw, but far from what the
+# head does on one-word reviews, and below 0.9 even on its own training vectors. The mean
+# keeps which words occur and only a faint trace of which one comes after "but". So the head (and
+# the sentiment app) use the one-word reviews, which a mean carries.
 
 # %% [markdown]
 # ## Does MiniLM need its attention?
@@ -256,28 +289,28 @@ probe_cos = (probe_uniform * probe_vectors).sum(1)  # (10,)
 test_cos = (test_uniform * x_test).sum(1)  # (400,)
 pairs_cos = probe_vectors @ probe_vectors.T  # (10, 10)
 unrelated = (pairs_cos.sum() - pairs_cos.trace()) / (len(probe) * (len(probe) - 1))
-_, uniform_acc = evaluate(head, test_uniform, y_test)
+uniform_accs = [evaluate(h, test_uniform, y_test)[1] for h in heads]
 print("cosine to the normal sentence vector under uniform attention: mean (lowest, highest)")
 print(f"  10 probe sentences: {fmt(probe_cos.mean(), 2)} ({fmt(probe_cos.min(), 2)}, "
       f"{fmt(probe_cos.max(), 2)})")
 print(f"  400 test reviews:   {fmt(test_cos.mean(), 2)} ({fmt(test_cos.min(), 2)}, "
       f"{fmt(test_cos.max(), 2)})")
 print(f"  for scale, two different probe sentences: {fmt(unrelated, 2)}")
-print(f"sentiment head's test accuracy: {fmt(head_acc, 3)} -> {fmt(uniform_acc, 3)} "
-      f"under uniform attention")
+print("sentiment heads' test accuracy, normal -> uniform attention: "
+      + ", ".join(f"{fmt(a, 3)} -> {fmt(u, 3)}" for a, u in zip(head_accs, uniform_accs)))
 guess = ex06.uniform_cosine(guess, probe_cos.mean().item())
 
 # %% tags=["remove-cell"]
 assert probe_cos.mean() < 0.6 and test_cos.mean() < 0.7 and unrelated < 0.25
-assert 0.85 < uniform_acc < head_acc - 0.05
+assert all(0.8 < u < a - 0.02 for a, u in zip(head_accs, uniform_accs))
 
 # %% [markdown]
 # Without its learned attention MiniLM computes something else: the probe sentences' vectors
 # keep a cosine of about 0.44 with their normal selves, between "the same" (1) and "another
-# sentence" (0.12). The sentiment head loses less (1.000 → 0.920): a one-word review needs
-# little attention, since the sentiment word's own vector still reaches the mean through the
-# residual path (notebook 03); the drop is what MiniLM's attention added on top. The heads
-# matter, so they are worth reading.
+# sentence" (0.12). The sentiment heads lose less: each stays above 0.8, a few points down. A
+# one-word review needs little attention, since the sentiment word's own vector still reaches the
+# mean through the residual path (notebook 03); the drop is what MiniLM's attention added on top.
+# The heads matter, so they are worth reading.
 
 # %% [markdown]
 # ## What its attention does
@@ -381,13 +414,13 @@ without_key = ex06.without_key(my_without_key)
 # `encode_without_key(minilm, sentences, ...)` does the same in every head of every layer, for
 # `[CLS]` (`position=0`) or for a word of each sentence (`word_index=`, all its word pieces). The
 # token itself stays in the sentence and in the mean: only its role as a key changes. We compare
-# three tokens on the first 150 test reviews: `[CLS]`, the sentiment word, and a filler word (the
+# three tokens on the first 100 test reviews: `[CLS]`, the sentiment word, and a filler word (the
 # first word, or the second where the first is the sentiment word). For each: the cosine to the
 # normal sentence vectors, and the sentiment head's accuracy.
 
 # %%
-reviews = test[:150]
-texts, y_some, x_some = reviews.texts(), y_test[:150], x_test[:150]
+reviews = test[:100]
+texts, y_some, x_some = reviews.texts(), y_test[:100], x_test[:100]
 filler = [1 if p == 0 else 0 for p in reviews.positions]
 tokens_out = {"[CLS]": {"position": 0}, "the sentiment word": {"word_index": reviews.positions},
               "a filler word": {"word_index": filler}}
@@ -397,7 +430,7 @@ print(f"{'':18}  cosine  accuracy    cosine  accuracy")
 moved = {}
 for name, which in tokens_out.items():
     for how in ("mask", "value"):
-        v = encode_without_key(minilm, texts, how=how, **which)  # (150, 384)
+        v = encode_without_key(minilm, texts, how=how, **which)  # (100, 384)
         moved[name, how] = ((v * x_some).sum(1).mean().item(), evaluate(head, v, y_some)[1])
     print(f"{name:18}" + "".join(f"   {fmt(moved[name, how][0], 3)}     "
                                  f"{fmt(moved[name, how][1], 3)}" for how in ("mask", "value")))
@@ -405,25 +438,26 @@ for name, which in tokens_out.items():
 # %% tags=["remove-cell"]
 for name in ("the sentiment word", "a filler word"):
     assert abs(moved[name, "mask"][0] - moved[name, "value"][0]) < 0.02, name
-assert moved["the sentiment word", "mask"][1] < 0.9
-assert moved["the sentiment word", "value"][1] < 0.95
-assert moved["[CLS]", "value"][0] > 0.99 and moved["[CLS]", "value"][1] == base_acc == 1.0
-assert moved["[CLS]", "mask"][0] < 0.7 and moved["[CLS]", "mask"][1] < 0.96
+assert all(moved["the sentiment word", how][1] < base_acc - 0.03 for how in ("mask", "value"))
+assert moved["[CLS]", "value"][0] > 0.99 and abs(moved["[CLS]", "value"][1] - base_acc) <= 0.01
+assert moved["[CLS]", "mask"][0] < 0.7
+assert all(0.9 < moved["the sentiment word", how][0] < moved["a filler word", how][0]
+           for how in ("mask", "value")), "a filler word moves the vectors less"
 assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
 
 # %% [markdown]
 # One lesson, from both sides:
 #
 # - A token that carries information loses it either way. Hiding the sentiment word as a key and
-#   zeroing its value move the sentence vectors by the same amount (cosine 0.93, 0.94) and both
-#   cost the head accuracy (0.81, 0.89); a filler word moves them a little, both ways alike.
-#   Notebook 03 found the same on its model: hiding a sentiment word and zeroing its weights
-#   gave about the same accuracy.
+#   zeroing its value move the sentence vectors by about the same amount (cosines within 0.02 of
+#   each other) and both cost the head accuracy; a filler word moves them a little, both ways
+#   alike. Notebook 03 found the same on its model: hiding a sentiment word and zeroing its
+#   weights gave about the same accuracy.
 # - `[CLS]` is the other kind: much weight, little content. Zero its value and nothing moves
-#   (cosine 0.995, accuracy 1.000): what heads read from it is almost nothing, as the sink
-#   reading says. Hide it as a key and the vectors move further than for any word (0.61): the
-#   softmax must put its large weight on the words, and the heads then read them far more than
-#   they were trained to.
+#   (cosine above 0.99, the accuracy as it was): what heads read from it is almost nothing, as
+#   the sink reading says. Hide it as a key and the vectors move further than for any word
+#   (cosine below 0.7): the softmax must put its large weight on the words, and the heads then
+#   read them far more than they were trained to.
 #
 # **Weight on a token is not information from it; the two interventions tell them apart.** Where
 # they agree, the weight carried information; where only masking matters, the weight was parked.
@@ -498,23 +532,30 @@ my_weights = ex06.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my
                                minilm.attention_maps)
 
 # %% [markdown]
-# Now seven minimal pairs, every head. In the first sentence of each pair *it* is the first
-# candidate, in the second the second. For each head, the **move**: how much more weight `it`
+# Now seven minimal pairs, every head, and seven **control pairs**. In a minimal pair the one
+# changed word moves what *it* refers to: in the first sentence *it* is the first candidate, in
+# the second the second. A control pair changes the same word to one that leaves *it* where it
+# was ("tired" → "sleepy": still the cat). For each head, the **move**: how much more weight `it`
 # puts on the first candidate than on the second in the first sentence, minus the same in the
-# second sentence. A head that follows the meaning moves its weight with it (a positive move); a
-# head that ignores the changed word has a move near 0; a negative move goes against the
-# meaning. We count the heads that move by more than 0.1 either way.
+# second sentence. A head that follows the meaning has a positive move in the minimal pairs and
+# a move near 0 in the controls; a head that only reacts to a changed word moves in both.
 
 # %% tags=["hide-input"]
-minimal_pairs = [("The cat sat on the mat because it was {}.", "tired", "soft", "cat", "mat"),
-                 ("The dog chased the ball because it was {}.", "hungry", "thrown", "dog", "ball"),
-                 ("The trophy did not fit in the suitcase because it was too {}.", "big", "small",
-                  "trophy", "suitcase"),
-                 ("The bird ate the worm because it was {}.", "hungry", "tasty", "bird", "worm"),
-                 ("The fish ignored the bait because it was {}.", "full", "old", "fish", "bait"),
-                 ("The car hit the tree because it was {}.", "speeding", "there", "car", "tree"),
-                 ("The horse kicked the farmer because it was {}.", "angry", "scared", "horse",
-                  "farmer")]
+# template, the word that makes "it" the first candidate, the word that makes it the second, a
+# word that keeps it the first, the two candidates
+pairs = [("The trophy did not fit in the suitcase because it was too {}.", "big", "small",
+          "large", "trophy", "suitcase"),
+         ("The table did not fit through the door because it was too {}.", "wide", "narrow",
+          "big", "table", "door"),
+         ("The cat sat on the mat because it was {}.", "tired", "soft", "sleepy", "cat", "mat"),
+         ("The bird ate the worm because it was {}.", "hungry", "tasty", "starving", "bird",
+          "worm"),
+         ("The rock broke the window because it was {}.", "heavy", "fragile", "solid", "rock",
+          "window"),
+         ("The fish ignored the bait because it was {}.", "full", "rotten", "wary", "fish",
+          "bait"),
+         ("The dog chased the ball because it was {}.", "excited", "rolling", "bored", "dog",
+          "ball")]
 
 
 def preference(sentence, first, second):
@@ -524,36 +565,50 @@ def preference(sentence, first, second):
     return w[..., tokens_s.index(first)] - w[..., tokens_s.index(second)]
 
 
-moves = []
-print(f"{'pair':<16} {'heads moving > 0.1: with':>25} {'against':>8}   largest move (head)")
-for template, word_1, word_2, first, second in minimal_pairs:
-    moves.append(preference(template.format(word_1), first, second)  # referent: first
-                 - preference(template.format(word_2), first, second))  # referent: second
-    best = divmod(int(moves[-1].argmax()), minilm.n_heads)
-    print(f"{first + '/' + second:<16} {int((moves[-1] > 0.1).sum()):>25} "
-          f"{int((moves[-1] < -0.1).sum()):>8}   {fmt(moves[-1].max(), 2)} {best}")
-moves = torch.stack(moves)  # (7, 6, 12)
-with_meaning, against = (moves > 0.1).sum(0), (moves < -0.1).sum(0)  # (6, 12) pairs per head
-top_layer, top_head = divmod(int(moves.mean(0).argmax()), minilm.n_heads)
-print(f"heads that move with the meaning in some pair: {int((with_meaning > 0).sum())} of 72; "
-      f"against it in some pair: {int((against > 0).sum())}")
-print(f"the most pairs any head moves with: {int(with_meaning.max())} of {len(minimal_pairs)}")
-print(f"largest mean move: layer {top_layer}, head {top_head}; its moves: "
-      + ", ".join(fmt(m, 2) for m in moves[:, top_layer, top_head]))
+moves = {"minimal": [], "control": []}
+for template, word_1, word_2, same, first, second in pairs:
+    before = preference(template.format(word_1), first, second)  # (6, 12)   "it" is `first`
+    moves["minimal"].append(before - preference(template.format(word_2), first, second))
+    moves["control"].append(before - preference(template.format(same), first, second))
+moves = {kind: torch.stack(m) for kind, m in moves.items()}  # kind -> (7, 6, 12)
+print(f"{'pair':<16} {'largest move: minimal':>22} {'control':>8}   (largest over the 72 heads)")
+for i, (*_, first, second) in enumerate(pairs):
+    print(f"{first + '/' + second:<16} {fmt(moves['minimal'][i].abs().max(), 2):>22} "
+          f"{fmt(moves['control'][i].abs().max(), 2):>8}")
+size = {kind: m.abs().mean() for kind, m in moves.items()}  # mean |move| over pairs and heads
+moving = {kind: int((m.abs() > 0.1).any(0).sum()) for kind, m in moves.items()}
+print(f"mean size of a move over all heads and pairs: minimal {fmt(size['minimal'], 3)}, "
+      f"control {fmt(size['control'], 3)}")
+print(f"heads that move by more than 0.1 in some pair: minimal {moving['minimal']} of 72, "
+      f"control {moving['control']} of 72")
+top_layer, top_head = divmod(int(moves["minimal"].mean(0).argmax()), minilm.n_heads)
+top = {kind: m[:, top_layer, top_head] for kind, m in moves.items()}  # kind -> (7,)
+print(f"the head with the largest mean move in the minimal pairs, layer {top_layer}, head "
+      f"{top_head}: largest move with the meaning {fmt(top['minimal'].max(), 2)}; largest in a "
+      f"control pair {fmt(top['control'].abs().max(), 2)}")
+print(f"heads that move with the meaning in every minimal pair: "
+      f"{int((moves['minimal'].min(0).values > 0).sum())} of 72")
 
 # %% tags=["remove-cell"]
-assert int(with_meaning.max()) == 2 and int((with_meaning > 0).sum()) <= 8
-assert moves[2].abs().max() < 0.1 and moves[6].abs().max() < 0.1, "trophy, horse: no head moves"
-assert moves[:, top_layer, top_head].min() < -0.15 and moves[:, top_layer, top_head].max() > 0.35
+every = torch.cat([m.flatten() for m in moves.values()]).abs()
+assert ((every - 0.1).abs() > 5e-4).all(), "no move so close to 0.1 that another CPU counts it"
+assert size["minimal"] < 1.5 * size["control"], "minimal pairs move about as much as controls"
+assert top["control"].abs().max() > 0.75 * top["minimal"].max()
+assert int((moves["minimal"].min(0).values > 0).sum()) == 0
+assert [fmt(size[k], 3) for k in moves] == ["0.014", "0.011"] and moving == {"minimal": 7,
+                                                                            "control": 2}
+assert fmt(top["minimal"].max(), 2) == "0.41" and fmt(top["control"].abs().max(), 2) == "0.37"
+second = moves["minimal"].mean(0).flatten().topk(2).values
+assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU could swap"
 
 # %% [markdown]
-# No head of the 72 tracks what *it* refers to across these pairs. Only a handful move with the
-# meaning at all, none in more than 2 of the 7 pairs; the head that moves most (layer 3, head 1,
-# by about 0.4 in two pairs) moves against the meaning by 0.18 in another; and in the classic
-# trophy/suitcase pair, as in horse/farmer, no head moves by even 0.1. These weights show heads
-# reacting to a changed word, sometimes in the direction of the meaning, not a head that resolves
-# pronouns. The model may still resolve *it* elsewhere, in its vectors; the weights alone do not
-# show it.
+# Changing what *it* refers to moves the weights of `it` only a little more than changing a word
+# that leaves the referent alone: the mean size of a move is 0.014 against 0.011, and a few more
+# heads move by more than 0.1 (7 of 72 against 2). But the head that moves most with the meaning
+# (0.41) moves almost as far (0.37) in a control pair, and no head moves towards the new referent
+# in every minimal pair.
+# These weights show heads reacting to a changed word, not a head that resolves pronouns. The
+# model may still resolve *it* elsewhere, in its vectors; the weights alone do not show it.
 
 # %% [markdown]
 # ## Words neither model was trained on
@@ -576,19 +631,23 @@ y = torch.tensor(unseen.labels)
 x_tiny = tiny.vocab.encode_batch(unseen.texts(), max_len=tiny.model.max_len)  # (400, T) ids
 x_minilm = minilm.encode(unseen.texts())                                      # (400, 384)
 _, tiny_acc = evaluate(tiny.model, x_tiny, y)
-_, minilm_acc = evaluate(head, x_minilm, y)
+unseen_accs = [evaluate(h, x_minilm, y)[1] for h in heads]
+minilm_acc = unseen_accs[0]
 chance = max(sum(unseen.labels), len(y) - sum(unseen.labels)) / len(y)  # always the majority
 print(f"{'':16} {'seen words':>10} {'unseen synonyms':>16}   "
       f"(the majority label: {fmt(chance, 3)})")
 print(f"{'TinyTransformer':16} {fmt(tiny.test_accuracy, 3):>10} {fmt(tiny_acc, 3):>16}")
-print(f"{'MiniLM + head':16} {fmt(head_acc, 3):>10} {fmt(minilm_acc, 3):>16}")
+print(f"{'MiniLM + head':16} {fmt(head_acc, 3):>10} {fmt(minilm_acc, 3):>16}   (seed 0)")
+print(f"the heads of seeds 1 and 2 on the unseen synonyms: "
+      f"{', '.join(fmt(a, 3) for a in unseen_accs[1:])}")
 
 # %% tags=["remove-cell"]
 assert not unknown and tiny.test_accuracy >= 0.95
-assert minilm_acc - tiny_acc > 0.3 and abs(tiny_acc - 0.5) < 0.1
+assert min(unseen_accs) > 0.9 and min(unseen_accs) - tiny_acc > 0.3 and abs(tiny_acc - 0.5) < 0.1
 
 # %% [markdown]
-# On words it never saw the TinyTransformer is at chance; MiniLM + head stays accurate.
+# On words it never saw the TinyTransformer is near chance; MiniLM + head stays accurate, above
+# 0.9 with each of the three heads.
 
 # %% [markdown]
 # ### Can its confidence be trusted?
@@ -629,26 +688,41 @@ def my_reliability(confidence, correct, n_bins):
 bins = ex06.reliability(my_reliability)
 
 # %%
+
+
+def calibration_gap(n, conf, acc):
+    """The mean |accuracy - confidence| over all answers: each bin weighted by its answers."""
+    return (n / n.sum() * (acc - conf).abs()).nansum()
+
+
 with torch.no_grad():
     p = {"TinyTransformer": tiny.model.predict_proba(x_tiny),  # (400, 2)
          "MiniLM + head": torch.softmax(head(x_minilm), dim=-1)}  # (400, 2)
+    other_heads = [torch.softmax(h(x_minilm), dim=-1) for h in heads[1:]]  # (400, 2) each
 diagram = {}
 for name, probs in p.items():
     confidence, answer = probs.max(dim=1)  # (400,) each
     diagram[name] = bins(confidence.double(), answer == y, 5)
     n, conf, acc = diagram[name]
-    gap = (n / n.sum() * (acc - conf).abs()).nansum()  # mean |accuracy - confidence| over answers
     print(f"{name}: mean confidence {fmt(confidence.mean(), 2)}, accuracy "
-          f"{fmt((answer == y).double().mean(), 3)}, mean gap {fmt(gap, 2)}")
+          f"{fmt((answer == y).double().mean(), 3)}, "
+          f"mean gap {fmt(calibration_gap(*diagram[name]), 2)}")
     print("  " + "   ".join(f"{int(k)} at {fmt(c, 2)}: {fmt(a, 2)}" for k, c, a in zip(n, conf, acc)
                             if k))
+gaps = [calibration_gap(*diagram["MiniLM + head"])]
+for probs in other_heads:
+    confidence, answer = probs.max(dim=1)  # (400,) each
+    gaps.append(calibration_gap(*bins(confidence.double(), answer == y, 5)))
+print("MiniLM + head, mean gap of the heads of seeds 0, 1, 2: "
+      + ", ".join(fmt(g, 2) for g in gaps))
 
 # %% tags=["remove-cell"]
 n, conf, acc = diagram["TinyTransformer"]
-assert ((acc - 0.5).abs()[n >= 20] < 0.1).all() and conf[-1] > 0.95 and n[-1] > 200
+assert (acc[n >= 20] < 0.7).all() and conf[-1] > 0.95 and n[-1] == n.max()
+assert calibration_gap(n, conf, acc) > 0.2
 n, conf, acc = diagram["MiniLM + head"]
-assert acc[0] < 0.7 and n[-1] > 250 and acc[-1] > 0.99
-assert (n / n.sum() * (acc - conf).abs()).nansum() < 0.1
+assert acc[0] < 0.7 and n[-1] > n.sum() / 2 and acc[-1] > 0.99
+assert max(gaps) < 0.1
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
@@ -671,16 +745,16 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The TinyTransformer's confidence tells nothing: its accuracy is near 0.5 in every bin, also in
-# the last one, where most of its answers sit at a mean confidence above 0.95. MiniLM + head's
-# accuracy rises with its confidence (not smoothly: these bins hold 17 to 29 answers), from 0.59
-# in the lowest bin to 1.00 in the highest, which holds most of its answers. The mean gap between
-# accuracy and confidence, weighted by the answers in each bin, is 0.04 for MiniLM + head and
-# 0.39 for the TinyTransformer: only the first one's confidence can be trusted here. Why is
-# the tiny model so sure? The `<unk>` token never occurs in its training reviews, so its embedding
-# never received a gradient and is still the random vector it started with. At test time the
-# decisive word becomes that vector, and the network's answer is wherever that random direction
-# pushes.
+# The TinyTransformer's confidence tells little: its accuracy stays below 0.7 in every bin of 20
+# answers or more, also in the last one, which holds more of its answers than any other, at a
+# mean confidence above 0.95. MiniLM + head's accuracy rises with its confidence (not always
+# smoothly: the lower bins hold few answers), from below 0.7 in the lowest bin to above 0.99 in
+# the highest, which holds most of its answers. The mean gap between accuracy and confidence,
+# weighted by the answers in each bin, is below 0.1 for each of the three heads and above 0.2
+# for the TinyTransformer: only MiniLM + head's confidence can be trusted here. Why is the tiny
+# model so sure? The `<unk>` token never occurs in its training reviews, so its embedding never
+# received a gradient and is still the random vector it started with. At test time the decisive
+# word becomes that vector, and the network's answer is wherever that random direction pushes.
 
 # %%
 x_tiny_train, _, _ = tiny.train.tensors(tiny.vocab)      # (1600, T) ids
@@ -737,14 +811,13 @@ example = app.analyze(EXAMPLE_REVIEW)
 print(app.text(example))
 
 # %% tags=["remove-cell"]
-tiny_says = example["models"]["tiny"]
-assert example["label"] == "positive" and tiny_says["label"] == "negative"
-assert tiny_says["probability"] > 0.95
+assert example["label"] == "positive" and example["probability"] > 0.9
+assert {"terrific", "outstanding"} <= set(example["models"]["tiny"]["unknown"])
 
 # %% [markdown]
-# The reliability lesson in one review: the TinyTransformer never saw *terrific* or
-# *outstanding* (nor *what*), and it answers negative with a probability above 0.95; MiniLM +
-# head answers positive.
+# The reliability lesson in one review: MiniLM + head answers positive. The TinyTransformer never
+# saw *terrific* or *outstanding*: it reads both as `<unk>`, so whatever it answers, and however
+# sure it is, comes from the untrained `<unk>` vector where the decisive words should be.
 
 # %%
 print(app.text(app.analyze("<b>bold?</b> 🙂")))
@@ -758,19 +831,19 @@ app.widget
 # - A published transformer is the attention we wrote: all-MiniLM-L6-v2's weights, loaded into
 #   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals,
 #   and its mean-pooled sentence vectors put each of six sentences next to its paraphrase. The
-#   mean has a price: a contrast review and its swap, with opposite labels, keep a cosine of
-#   0.975.
+#   mean has a price: a contrast review and its swap, with opposite labels, keep a cosine above
+#   0.95 on average, and a linear layer tells them apart only a little better than chance.
 # - MiniLM needs its attention: with uniform weights its sentence vectors keep a cosine of only
-#   0.44 (probe sentences) and 0.57 (reviews) with their normal selves; the sentiment head, on a
-#   task a bag of words solves, falls from 1.000 to 0.920.
-# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences
-#   (0.247 to 0.715 of it), no other token more than 0.230. Zeroing its value changes almost
-#   nothing (cosine 0.995), hiding it as a key moves the vectors far (0.61); for the sentiment
-#   word both do the same (0.93, 0.94). Weight on a token is not information from it; the two
-#   interventions tell them apart.
-# - In seven minimal pairs no head tracks what *it* refers to: none moves with the meaning in
-#   more than 2 of the 7, and the head that moves most with it also moves against it.
+#   about 0.44 with their normal selves (probe sentences); three sentiment heads, on a task a bag
+#   of words solves, each lose a few points.
+# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences,
+#   no other token more than a quarter of a layer's attention. Zeroing its value changes almost
+#   nothing; hiding it as a key moves the vectors far; for the sentiment word both do about the
+#   same. Weight on a token is not information from it; the two interventions tell them apart.
+# - In seven minimal pairs the weights of *it* move only a little more than in seven control pairs
+#   whose changed word leaves the referent alone, and no head follows the referent in every pair:
+#   the weights show no head that tracks what *it* refers to.
 # - On sentiment words it never saw, the frozen encoder with a 770-weight head stays accurate
-#   (0.955) and its confidence matches its accuracy far better; the TinyTransformer falls to
-#   chance (0.482) with its accuracy near 0.5 at every confidence: its `<unk>` vector never
-#   trained. Confidence is not accuracy; a reliability diagram shows which to trust.
+#   (above 0.9, three heads) and its confidence matches its accuracy; the TinyTransformer falls
+#   to near chance, its accuracy below 0.7 even at its highest confidence: its `<unk>` vector
+#   never trained. Confidence is not accuracy; a reliability diagram shows which to trust.
