@@ -214,6 +214,7 @@ class MultiHeadAttention(nn.Module):
         self.v = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.uniform_heads: tuple[int, ...] = ()  # set by attnlab.probes.uniform_attention
+        self.hidden_keys: tuple[int, ...] = ()  # set by attnlab.probes.hide_key
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 context: torch.Tensor | None = None):
@@ -252,6 +253,10 @@ class MultiHeadAttention(nn.Module):
         G = H // H_kv  # query heads per key/value head
         if self.uniform_heads:  # a query of zeros scores every key alike: uniform weights
             q = q.index_fill(1, torch.tensor(self.uniform_heads, device=q.device), 0.0)
+        if self.hidden_keys:  # no query may read these key positions, as if they were padding
+            keys = torch.ones(1, S, dtype=torch.bool, device=q.device)  # (1, S): every query
+            keys[:, list(self.hidden_keys)] = False
+            mask = keys if mask is None else mask & keys  # (..., T, S)
         # A group's G·T queries read the same key/value head: stack them as rows of one matrix
         # against it. (A group axis broadcast against k would make matmul copy k G times.)
         q = q.reshape(B, H_kv, G * T, D)  # (B, H_kv, G·T, D)

@@ -44,6 +44,10 @@ class TensorInfo:
     offset: int              # from the start of the file
 
     @property
+    def type_name(self) -> str:
+        return _TYPES[self.type][0]
+
+    @property
     def numel(self) -> int:
         return int(np.prod(self.shape))
 

@@ -32,6 +32,8 @@ from .generation import sample_next
 from .gguf import GGUF
 from .kv_cache import KVCache
 from .models import eval_mode
+from .probes import induction_score, previous_occurrence, previous_token_score
+from .repro import seed_of
 
 ASSET_NAME = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -152,8 +154,9 @@ class BPETokenizer:
             pre_tokenizers.Digits(individual_digits=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
         bpe.decoder = decoders.ByteLevel()
-        control = [t for t, kind in zip(tokens, meta["tokenizer.ggml.token_type"]) if kind == 3]
-        bpe.add_special_tokens(control)
+        kinds = meta["tokenizer.ggml.token_type"]  # 1: ordinary, 3: control (special) token
+        bpe.add_special_tokens([t for t, kind in zip(tokens, kinds) if kind == 3])
+        self.ordinary_ids = torch.tensor([i for i, kind in enumerate(kinds) if kind == 1])
         self._bpe, self.tokens = bpe, tokens
         self.bos_id = meta["tokenizer.ggml.bos_token_id"]
         self.eos_id = meta["tokenizer.ggml.eos_token_id"]
@@ -239,3 +242,53 @@ def generate(model: Llama, ids: torch.Tensor, steps: int, *, temperature: float 
                 break
     return seq
 
+
+
+def repeated_random(tokenizer: BPETokenizer, n: int, length: int = 50,
+                    seed: int = 0) -> torch.Tensor:
+    """n sequences of the start token and `length` random tokens, then the same tokens again:
+    (n, 1 + 2·length) int64. The second copy can only be predicted by copying from the first:
+    notebook 09's test, on a real vocabulary (special tokens are never drawn). Seeded through
+    attnlab.repro.seed_of, so ATTNLAB_SEED moves it."""
+    n, length = check_int("n", n, minimum=1), check_int("length", length, minimum=1)
+    g = torch.Generator().manual_seed(seed_of(seed))
+    pick = torch.randint(0, len(tokenizer.ordinary_ids), (n, length), generator=g)  # (n, length)
+    first = tokenizer.ordinary_ids[pick]  # (n, length)
+    start = torch.full((n, 1), tokenizer.bos_id)  # (n, 1)
+    return torch.cat([start, first, first], dim=1)  # (n, 1 + 2·length)
+
+
+@torch.no_grad()
+def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = True) -> dict:
+    """Every next-token loss and (with `scores`) every head's three scores on ids (N, T),
+    `batch` sequences at a time (logits over 49,152 tokens and 30 layers of attention maps are
+    large: this bounds the memory).
+
+    Returns `losses` (N, T - 1) and, each (n_layers, n_heads): `induction` (weight on the token
+    after the previous occurrence of the query's token), `previous` (weight on the token just
+    before the query) and `first` (weight on position 0, from the queries t >= 1), each a mean
+    over all N sequences' queries, as `attnlab.probes` defines them. Under an intervention
+    (`attnlab.uniform_attention`, `probes.hide_key`) it measures the model as changed."""
+    batch = check_int("batch", batch, minimum=1)
+    losses, sums, counted = [], {}, 0
+    with eval_mode(model):
+        for part in ids.split(batch):
+            logits, maps = model.run(part, maps=scores)  # (b, T, V), n_layers x (b, H, T, T)
+            logits = logits[:, :-1]  # (b, T - 1, V): position t predicts token t + 1
+            target = logits.gather(-1, part[:, 1:, None])[..., 0]  # (b, T - 1)
+            losses.append(logits.logsumexp(-1) - target)  # (b, T - 1)   -log p(next token)
+            del logits
+            if not scores:
+                continue
+            n = int((previous_occurrence(part) >= 0).sum())  # queries the induction score counts
+            scores = {"induction": torch.stack([induction_score(w, part) for w in maps]) * n,
+                      "previous": torch.stack([previous_token_score(w) for w in maps]) * len(part),
+                      "first": torch.stack([w[..., 1:, 0].mean((0, 2)) for w in maps]) * len(part)}
+            for key, value in scores.items():  # (n_layers, H) each, weighted
+                sums[key] = sums.get(key, 0) + value
+            counted += n
+    N = len(ids)
+    if not scores:
+        return {"losses": torch.cat(losses)}
+    return {"losses": torch.cat(losses), "induction": sums["induction"] / counted,
+            "previous": sums["previous"] / N, "first": sums["first"] / N}

