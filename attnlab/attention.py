@@ -180,11 +180,13 @@ class MultiHeadAttention(nn.Module):
     heads, each shared by n_heads / n_kv_heads query heads (1: multi-query attention); a KV
     cache then stores n_heads / n_kv_heads times fewer numbers. `rotary=True` rotates q and k
     by their positions after projection (`rotary`), the seam where position enters the scores.
-    `scale` replaces 1/√d_head in every head (notebook 02 trains with scale=1.0).
+    `scale` replaces 1/√d_head in every head (notebook 02 trains with scale=1.0);
+    `rotary_base` is the base of the rotation angles (10,000 as in RoFormer; SmolLM2 100,000).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 rotary: bool = False, bias: bool = True, scale: float | None = None):
+                 rotary: bool = False, bias: bool = True, scale: float | None = None,
+                 rotary_base: float = 10000.0):
         super().__init__()
         d_model = check_int("d_model", d_model, minimum=1)
         n_heads = check_int("n_heads", n_heads, minimum=1)
@@ -192,6 +194,7 @@ class MultiHeadAttention(nn.Module):
                                                                   minimum=1)
         check_bool("rotary", rotary)
         check_bool("bias", bias)
+        rotary_base = check_number("rotary_base", rotary_base, minimum=1.0, exclusive_minimum=True)
         if scale is not None:
             scale = check_number("scale", scale, minimum=0.0, exclusive_minimum=True)
         if d_model % n_heads:
@@ -205,11 +208,13 @@ class MultiHeadAttention(nn.Module):
                              f"{d_model // n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.n_kv_heads, self.rotary, self.scale = n_kv_heads, rotary, scale
+        self.rotary_base = rotary_base
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.k = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.v = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.uniform_heads: tuple[int, ...] = ()  # set by attnlab.probes.uniform_attention
+        self.hidden_keys: tuple[int, ...] = ()  # set by attnlab.probes.hide_key
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 context: torch.Tensor | None = None):
@@ -235,7 +240,8 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(self.k(source), self.n_kv_heads)  # (B, H_kv, S, D)
         v = split_heads(self.v(source), self.n_kv_heads)  # (B, H_kv, S, D)
         if self.rotary:
-            q, k = rotary(q, positions), rotary(k, positions)  # position enters here, nowhere else
+            # position enters here, nowhere else
+            q, k = rotary(q, positions, self.rotary_base), rotary(k, positions, self.rotary_base)
         return q, k, v
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -247,6 +253,10 @@ class MultiHeadAttention(nn.Module):
         G = H // H_kv  # query heads per key/value head
         if self.uniform_heads:  # a query of zeros scores every key alike: uniform weights
             q = q.index_fill(1, torch.tensor(self.uniform_heads, device=q.device), 0.0)
+        if self.hidden_keys:  # no query may read these key positions, as if they were padding
+            keys = torch.ones(1, S, dtype=torch.bool, device=q.device)  # (1, S): every query
+            keys[:, list(self.hidden_keys)] = False
+            mask = keys if mask is None else mask & keys  # (..., T, S)
         # A group's G·T queries read the same key/value head: stack them as rows of one matrix
         # against it. (A group axis broadcast against k would make matmul copy k G times.)
         q = q.reshape(B, H_kv, G * T, D)  # (B, H_kv, G·T, D)

@@ -7,6 +7,8 @@
 - `norm="post"` normalises after each residual addition, as the original Transformer and BERT
   do; `norm="pre"` normalises each part's input instead (`x + part(LayerNorm(x))`), as most
   models since GPT-2 do: the residual path then carries the input unchanged to the top.
+- `SwiGLU` and `LlamaBlock`: the gated feed-forward layer and the RMSNorm pre-norm block of
+  Llama-family decoders (notebook 10's SmolLM2).
 - `PositionalEncoding`: learned positions (a table, as in BERT) or the fixed sinusoidal table of
   "Attention Is All You Need", added to the token vectors. Rotary positions are not added to
   the input; they rotate q and k inside attention (`attnlab.attention.rotary`).
@@ -131,6 +133,58 @@ class DecoderBlock(_Block):
             x = self.add(x, c, self.norm2)
         x = self.add(x, self.ff(self.part_input(x, self.norm3)), self.norm3)  # (B, T, d_model)
         return x, self_weights, cross_weights
+
+
+class SwiGLU(nn.Module):
+    """The feed-forward layer of Llama-family models: down(SiLU(gate(x)) · up(x)).
+
+    Two input projections instead of one: `gate` decides, number by number, how much of `up`
+    passes (a GLU, gated linear unit, with the SiLU x·sigmoid(x) as the gate's activation). No
+    biases, as in Llama.
+    """
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        check_int("d_ff", d_ff, minimum=1)
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))  # (B, T, d_model)
+
+
+class LlamaBlock(nn.Module):
+    """The block of Llama-family decoders (SmolLM2 in notebook 10), pre-norm with RMSNorm:
+
+        h = x + MultiHeadAttention(RMSNorm(x))      causal, rotary, grouped-query, no biases
+        x = h + SwiGLU(RMSNorm(h))
+
+    RMSNorm divides by the root mean square of the numbers (no mean subtracted, no bias):
+    LayerNorm's cheaper cousin. `forward` takes the positions and an optional `KVCache`, so
+    the same code runs a whole sequence and one decoding step.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, d_ff: int,
+                 rotary_base: float = 10000.0, norm_eps: float = 1e-5):
+        super().__init__()
+        self.norm1 = nn.RMSNorm(d_model, eps=norm_eps)
+        self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rotary=True, bias=False,
+                                       rotary_base=rotary_base)
+        self.norm2 = nn.RMSNorm(d_model, eps=norm_eps)
+        self.ff = SwiGLU(d_model, d_ff)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor,
+                cache=None):
+        """x (B, T, d_model) at `positions` (T,); `mask` (T, S) over the S keys (the cached
+        ones and these T); `cache` a `KVCache` that these keys and values join (None: S = T).
+        Returns x (B, T, d_model) and the attention weights (B, H, T, S)."""
+        q, k, v = self.attn.project(self.norm1(x), positions=positions)  # (B,H,T,D), (B,Hkv,T,D)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H_kv, S, D) each: the past and these T
+        a, weights = self.attn.attend(q, k, v, mask)  # (B, T, d), (B, H, T, S)
+        h = x + a
+        return h + self.ff(self.norm2(h)), weights
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import torch
 
 from . import attention
-from .attention import MultiHeadAttention, as_bool_mask, causal_mask
+from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
 
 
@@ -73,26 +73,20 @@ def hide_key(*modules: MultiHeadAttention, position: int, how: str = "mask") -> 
     position = check_int("position", position)
     check_choice("how", how, ("mask", "value"))
 
-    def mask_key(module, args, kwargs):  # MultiHeadAttention.forward(x, mask=None, context=None)
-        args, kwargs = list(args), dict(kwargs)
-        x = args[0] if args else kwargs["x"]
-        context = args[2] if len(args) > 2 else kwargs.get("context")
-        keys = torch.ones(1, (x if context is None else context).shape[1], dtype=torch.bool,
-                          device=x.device)  # (1, S)   every query alike
-        keys[:, position] = False
-        mask = args[1] if len(args) > 1 else kwargs.get("mask")
-        mask = keys if mask is None else as_bool_mask(mask) & keys  # (..., T, S)
-        if len(args) > 1:
-            args[1] = mask
-        else:
-            kwargs["mask"] = mask
-        return tuple(args), kwargs
-
     def zero_value(module, inputs, v):  # v (B, S, H_kv * D): the values before the head split
         return v.index_fill(1, torch.tensor([position % v.shape[1]], device=v.device), 0.0)
 
-    hooks = [m.register_forward_pre_hook(mask_key, with_kwargs=True) if how == "mask"
-             else m.v.register_forward_hook(zero_value) for m in modules]
+    if how == "mask":  # applied where every caller's attention is computed: `attend`
+        before = [m.hidden_keys for m in modules]
+        try:
+            for m in modules:
+                m.hidden_keys = (*m.hidden_keys, position)
+            yield
+        finally:
+            for m, keys in zip(modules, before):
+                m.hidden_keys = keys
+        return
+    hooks = [m.v.register_forward_hook(zero_value) for m in modules]
     try:
         yield
     finally:

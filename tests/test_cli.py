@@ -24,7 +24,7 @@ FAKE = {a.name: a for a in (
 def home(tmp_path, monkeypatch, no_network):
     """A registry of two small assets; $ATTNLAB_ASSETS and the Keras cache are temporary
     folders; any download or network connection fails the test unless a test allows it."""
-    for var in ("ATTNLAB_ASSETS", "ATTNLAB_DATA", "ATTNLAB_MINILM"):
+    for var in ("ATTNLAB_ASSETS", "ATTNLAB_DATA", "ATTNLAB_MINILM", "ATTNLAB_SMOLLM2"):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "assets").mkdir()
     monkeypatch.setenv("ATTNLAB_ASSETS", str(tmp_path / "assets"))

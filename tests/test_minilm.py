@@ -243,7 +243,7 @@ def test_missing_assets_explain_the_fix(monkeypatch, tmp_path):
     """With $ATTNLAB_MINILM pointing at an empty folder and no carrier package, the error names
     the places looked and the command that fixes it (the lookup itself is attnlab.assets')."""
     monkeypatch.setenv("ATTNLAB_MINILM", str(tmp_path))
-    monkeypatch.setattr(assets, "_minilm_carrier_dir", lambda: None)
+    monkeypatch.setattr(assets, "_carrier_dir", lambda group: None)
     with pytest.raises(assets.AssetError) as info:
         load_minilm()
     message = str(info.value)

@@ -1,0 +1,483 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 · A real language model, in our own attention code
+#
+# Everything so far ran on models we trained in seconds, or on an encoder (notebook 06). Here
+# is a real, modern language model: **SmolLM2-135M-Instruct** (Hugging Face, 2024), 135 million
+# numbers in 30 layers, small enough for a laptop. We read its file ourselves, load its weights
+# into the `MultiHeadAttention` of notebook 01, and find in it what the series built by hand:
+# rotary positions (04), grouped-query heads and the KV cache (08), sampling (07) and induction
+# heads (09).
+
+# %% [markdown]
+# ## What you will learn
+#
+# - what a 4-bit weight file holds, by decoding one block of it yourself;
+# - that the Llama architecture is the blocks of this series with three small changes (RMSNorm,
+#   a gated feed-forward layer, no biases);
+# - how the model writes: greedy, sampled, and in its chat format; what the KV cache saves;
+# - whether the induction heads of notebook 09 exist in a model trained on real text, and what
+#   the model loses without them;
+# - where most of its heads put their weight when they have nothing to read.
+#
+# Assumes: notebooks 07 (sampling), 08 (the KV cache, grouped-query attention) and 09
+# (induction heads and their scores).
+
+# %% slideshow={"slide_type": "skip"}
+import functools
+import resource
+import time
+from contextlib import ExitStack
+
+import matplotlib.pyplot as plt
+import torch
+
+import attnlab
+from attnlab import gguf, kv_cache, llama, probes
+from attnlab.cost import measure_times
+from attnlab.exercises import ex09, ex10
+from attnlab.report import fmt
+
+attnlab.seed_everything(0)
+
+# %% [markdown]
+# ## 1 · The file
+#
+# The model comes as one file in **GGUF**, the format of llama.cpp: a header of typed
+# key/value pairs (the architecture, every size, the tokenizer's whole vocabulary), a table of
+# tensors, then their bytes. `attnlab.gguf` reads it in about a hundred lines of NumPy.
+
+# %%
+path = attnlab.assets.require(llama.ASSET_NAME)
+file = gguf.GGUF(path)
+meta = file.metadata
+for key in ("general.name", "llama.block_count", "llama.embedding_length",
+            "llama.attention.head_count", "llama.attention.head_count_kv",
+            "llama.feed_forward_length", "llama.rope.freq_base"):
+    print(f"{key:32} {meta[key]}")
+print(f"{'tokenizer.ggml.tokens':32} {len(meta['tokenizer.ggml.tokens'])} tokens")
+kinds = [t.type_name for t in file.tensors.values()]
+print(f"{len(kinds)} tensors by number type:", {k: kinds.count(k) for k in sorted(set(kinds))})
+
+# %% [markdown]
+# Most weights are **Q4_1**: blocks of 32 numbers that share a scale $d$ and a minimum $m$ (two
+# 16-bit floats), each number stored as a 4-bit integer $q$ from 0 to 15, and read back as
+# $x = d\,q + m$. Here are the 20 bytes of the first block of layer 0's $W_Q$:
+
+# %%
+block = torch.from_numpy(file.raw("blk.0.attn_q.weight")[:20].copy())  # (20,) uint8
+print(block.tolist())
+bits = 8 * file.tensors["blk.0.attn_q.weight"].nbytes / file.tensors["blk.0.attn_q.weight"].numel
+print(f"bits per weight in W_Q: {fmt(bits, 2)} (float32: 32)")
+
+# %% tags=["remove-cell"]
+assert bits == 5.0
+
+# %% [markdown]
+# ### Your turn: decode the block
+#
+# Bytes 0–1 are $d$ and bytes 2–3 are $m$, each a float16. Each of the other 16 bytes holds two
+# 4-bit numbers: its low half (`byte & 15`) is number $i$ of the block and its high half
+# (`byte >> 4`) number $i + 16$. Write `dequantize_q4_1(block)` → 32 float32 numbers.
+#
+# <details><summary>Hint</summary>
+#
+# `block[:4].view(torch.float16)` gives $d$ and $m$ as two float16 numbers.
+# </details>
+
+# %%
+def dequantize_q4_1(block):
+    """One Q4_1 block: 20 bytes (uint8) -> its 32 numbers (float32)."""
+    ...  # your code here
+    ### BEGIN SOLUTION
+    d, m = block[:4].view(torch.float16).float()
+    q = torch.cat([block[4:] & 15, block[4:] >> 4]).float()  # (32,)   numbers 0-15, then 16-31
+    return d * q + m
+    ### END SOLUTION
+
+
+dequantize_q4_1 = ex10.dequantize_q4_1(dequantize_q4_1)
+
+# %%
+print("the block's 32 numbers:", [fmt(x, 3) for x in dequantize_q4_1(block)[:8].tolist()], "...")
+print("the first 8 of W_Q's first row:",
+      [fmt(x, 3) for x in file.tensor("blk.0.attn_q.weight")[0, :8].tolist()])
+
+# %% [markdown]
+# Sixteen levels per block, set by the block's own $d$ and $m$, keep each weight within $d/2$
+# of its original value, at a sixth of the memory. We decode every block once, as we load, and
+# compute in float32.
+
+# %% [markdown]
+# ## 2 · The model: the blocks of this series
+#
+# `llama.load_smollm2()` reads every size from the header and builds 30 `LlamaBlock`s. Each is
+# the pre-norm block of notebook 07 with three changes: **RMSNorm** (divide by the root mean
+# square; no mean subtracted, no bias), a **SwiGLU** feed-forward layer
+# ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$), and no biases. Its
+# attention is notebook 01's `MultiHeadAttention`, with rotary positions (04) and 3 key/value
+# heads for 9 query heads (08).
+
+# %%
+start = time.perf_counter()
+model, tokenizer = llama.load_smollm2()
+load_seconds = time.perf_counter() - start
+attn = model.blocks[0].attn
+print(type(attn).__module__ + "." + type(attn).__name__,
+      f"query heads {attn.n_heads}, key/value heads {attn.n_kv_heads}, d_head {attn.d_head}, "
+      f"rotary base {attn.rotary_base:g}")
+print(f"parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.1f} million")
+
+# %% slideshow={"slide_type": "subslide"}
+print(model.blocks[0])
+
+# %% tags=["nbval-ignore-output"]
+print(f"read and decoded in {load_seconds:.1f} s; "
+      f"peak memory so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+
+# %% tags=["remove-cell"]
+assert isinstance(attn, attnlab.MultiHeadAttention) and (attn.n_heads, attn.n_kv_heads) == (9, 3)
+
+# %% [markdown]
+# The tokenizer is byte-level BPE (GPT-2's), built from the vocabulary and merges in the same
+# file. A text becomes pieces, each piece an id; digits go one by one:
+
+# %%
+for text in ("Once upon a time", "Attention is all you need.", "In 2024, 135 million numbers."):
+    print(f"{text!r:34} -> {tokenizer.pieces(text)}")
+
+# %% [markdown]
+# ## 3 · It writes
+#
+# Generation is notebook 07's loop: the logits of the last position, `sample_next`, the token
+# fed back. `llama.generate` keeps one KV cache per layer (08), so each new token runs alone.
+# Greedy first: always the most likely token.
+
+# %%
+prompt = torch.tensor([tokenizer.encode("Once upon a time")])  # (1, 4)
+greedy = llama.generate(model, prompt, 24)  # (1, 28)
+print(tokenizer.decode(greedy[0]))
+
+# %% tags=["remove-cell"]
+def top2_gap(seq: torch.Tensor, start: int) -> float:
+    """The smallest gap between the two largest logits along the written part of seq. Another
+    CPU's kernels move these logits by up to about 1e-4 (7e-5 measured between PyTorch's AVX2
+    and portable kernels): a gap far above that keeps every greedy choice the same."""
+    with torch.no_grad():
+        top = model(seq[:, :-1])[0, start - 1:].topk(2, dim=-1).values  # (n, 2)
+    return (top[:, 0] - top[:, 1]).min().item()
+
+
+assert top2_gap(greedy, prompt.shape[1]) > 0.003
+assert tokenizer.decode(greedy[0]).startswith("Once upon a time,")
+
+# %% [markdown]
+# Sampling (07): temperature 0.8, and top-p 0.9 to cut the unlikely tail. Two draws, side by
+# side in one batch:
+
+# %%
+g = torch.Generator().manual_seed(attnlab.seed_of(0))
+sampled = llama.generate(model, prompt.expand(2, -1), 24, temperature=0.8, top_p=0.9, generator=g)
+for row in sampled:
+    print(repr(tokenizer.decode(row)))
+
+# %% [markdown]
+# It is an *instruct* model: tuned on conversations in a fixed format (its chat template, also
+# in the file). Asked in that format, it answers; the text ends with the token `<|im_end|>`:
+
+# %%
+chat = tokenizer.chat("Write a short story about a cat.")
+print(chat)
+asked = torch.tensor([tokenizer.encode(chat)])
+answer = llama.generate(model, asked, 32, stop=tokenizer.eos_id)  # eos: <|im_end|>
+print(tokenizer.decode(answer[0, asked.shape[1]:]))
+
+# %% tags=["remove-cell"]
+assert top2_gap(answer, asked.shape[1]) > 0.003 and answer.shape[1] > asked.shape[1] + 10
+
+# %% [markdown]
+# ## 4 · The KV cache on a real model
+#
+# Notebook 08's formula gives the bytes a cache holds per token: a key and a value of
+# $n_\text{kv} \cdot d_\text{head}$ numbers in each of 30 layers. We check it against the caches
+# `generate` allocates (float32, so 4 bytes a number).
+
+# %%
+per_token = kv_cache.bytes_per_token(len(model.blocks), attn.n_kv_heads, attn.d_head, 4)
+allocated = sum(c.nbytes for c in model.new_caches(1, 100))  # one cache per layer
+print(f"08's formula: {per_token:,} bytes per token; allocated for 100 tokens: "
+      f"{allocated:,} bytes = {allocated // 100:,} per token")
+print(f"with 9 key/value heads (one per query head) it would be {per_token * 3:,}")
+
+# %% tags=["remove-cell"]
+assert allocated == 100 * per_token == 100 * 2 * 30 * 3 * 64 * 4
+
+# %% [markdown]
+# And the time of one step at position 100: with the cache, one token goes through the model;
+# without it, all 100 do again (times are this machine's, measured on one thread):
+
+# %% tags=["nbval-ignore-output"]
+context = torch.tensor([tokenizer.encode(" The end." * 40)[:100]])  # (1, 100)
+filled = model.new_caches(1, 101)
+
+
+def cached_step():  # token 101 with the 100 before it cached; then forget it again
+    model.run(context[:, -1:], filled)
+    for cache in filled:
+        cache.crop(100)
+
+
+with torch.no_grad():
+    model.run(context, filled)  # the cache holds the 100 tokens
+    step = measure_times({"with the cache": cached_step, "without": lambda: model(context)},
+                         repeats=2, warmup=1, clock="thread")
+for name, seconds in step.items():
+    print(f"{name:15} {seconds * 1e3:7.0f} ms per token, {1 / seconds:6.1f} tokens per second")
+
+# %% [markdown]
+# ## 5 · Induction heads in a real model
+#
+# Notebook 09's test: a start token, 50 random tokens, the same 50 again. Nothing predicts the
+# first copy; a model that copies from its context predicts the second.
+#
+# **Predict first.** A uniform guess over 49,152 tokens costs $\ln 49152 = 10.8$ nats. What
+# loss (nats per token) does SmolLM2 have on the *second* copy?
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class before running: on the first copy the loss is above 10.8 (the model expects
+# language, not random tokens). On the second?
+
+# %%
+guess = ...  # your prediction: the loss on the repeated copy, in nats
+### BEGIN SOLUTION
+guess = 3.0
+### END SOLUTION
+
+# %%
+repeats = llama.repeated_random(tokenizer, 4, length=50, seed=0)  # (4, 101)
+scores = llama.measure(model, repeats)  # losses (4, 100); each score (30, 9)
+first_copy = scores["losses"][:, :50].mean().item()  # predicting tokens 1..50
+second_copy = scores["losses"][:, 51:].mean().item()  # predicting tokens 52..100
+print(f"loss on the first copy {fmt(first_copy, 2)} nats, on the second {fmt(second_copy, 2)}")
+guess = ex10.repeat_loss(guess, second_copy)
+
+# %% tags=["remove-cell"]
+assert first_copy > 10.8 and second_copy < first_copy / 3
+
+# %% [markdown]
+# Which heads copy? Write notebook 09's induction score again (or paste yours): the mean
+# weight a query puts on the token just *after* the previous occurrence of its own token.
+
+# %%
+def my_induction_score(weights, tokens):
+    """weights (B, H, T, T), tokens (B, T) -> (H,)"""
+    ...  # your code here
+    ### BEGIN SOLUTION
+    B, H, T, _ = weights.shape
+    pos = torch.arange(T)
+    same = (tokens[:, :, None] == tokens[:, None, :]) & (pos[None, :] < pos[:, None])  # (B,T,T)
+    last = torch.where(same, pos, -1).amax(-1)  # (B, T)   previous occurrence, -1: none
+    after = (last + 1).clamp(min=0)  # (B, T)
+    w = weights.gather(-1, after[:, None, :, None].expand(B, H, T, 1))[..., 0]  # (B, H, T)
+    counted = (last >= 0).to(weights.dtype)  # (B, T)
+    return (w * counted[:, None]).sum((0, 2)) / counted.sum()
+    ### END SOLUTION
+
+
+my_induction_score = ex09.induction_score(my_induction_score)
+
+# %% [markdown]
+# Your score on the first sequence, all 270 heads (30 layers × 9), beside the level of a head
+# that spreads its weight uniformly over the past:
+
+# %%
+one = repeats[:1]  # (1, 101)
+ind = torch.stack([my_induction_score(w, one) for w in model.attention_maps(one)])  # (30, 9)
+causal = torch.ones(101, 101).tril()  # (T, T)
+uniform = probes.induction_score((causal / causal.sum(-1, keepdim=True))[None, None], one)
+print(f"uniform level {fmt(uniform.item(), 4)}; heads above 0.3: {int((ind > 0.3).sum())}")
+
+# %% tags=["remove-cell"]
+assert torch.allclose(ind, torch.stack([probes.induction_score(w, one)
+                                        for w in model.attention_maps(one)]))
+
+# %% tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
+for ax, (name, values) in zip(axes, (("induction score", scores["induction"]),
+                                     ("previous-token score", scores["previous"]))):
+    image = ax.imshow(values.T.numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("head")
+    ax.set_title(f"{name} (4 sequences)")
+fig.colorbar(image, ax=axes, shrink=0.8)
+plt.show()
+
+# %% [markdown]
+# The same scores over all four sequences, the strongest heads of each kind:
+
+# %%
+def top_heads(values: torch.Tensor, n: int) -> list[tuple[int, int]]:
+    """The n (layer, head) pairs with the largest values (30, 9), largest first."""
+    return [divmod(int(i), values.shape[1]) for i in values.flatten().argsort(descending=True)[:n]]
+
+
+induction_heads = top_heads(scores["induction"], 270)  # every head, by induction score
+print(f"{'head':>7} {'induction':>10} {'previous-token':>15}")
+for layer, head in induction_heads[:5]:
+    print(f"L{layer:<2d} H{head} {fmt(scores['induction'][layer, head], 3):>10} "
+          f"{fmt(scores['previous'][layer, head], 3):>15}")
+print("strongest previous-token heads:",
+      ", ".join(f"L{layer} H{head} {fmt(scores['previous'][layer, head], 2)}"
+                for layer, head in top_heads(scores["previous"], 3)))
+
+# %% tags=["remove-cell"]
+best = scores["induction"].max().item()
+best_layer = induction_heads[0][0]
+previous_layers = [layer for layer, _ in top_heads(scores["previous"], 3)]
+assert best > 0.5 and best > 20 * uniform.item() and 9 <= best_layer <= 24
+assert min(previous_layers) < best_layer  # a previous-token head below the best induction head
+
+# %% [markdown]
+# A few heads in the middle of the stack put more than half their weight on the token after
+# the previous occurrence, tens of times the uniform level; strong previous-token heads sit in
+# earlier layers. That is notebook 09's circuit, found in a model nobody built to have it.
+
+# %% [markdown]
+# ## 6 · Does it need them?
+#
+# An attention score shows where weight goes, not what the model needs. We make the top 4
+# induction heads uniform (`attnlab.uniform_attention`, as everywhere in the series), and, as a
+# control, 4 heads drawn at random (three draws); each time we measure the second copy and an
+# ordinary paragraph of English.
+
+# %%
+PARAGRAPH = ("The library opened at nine every morning. Students came early to find a quiet "
+             "table by the windows, where the light was best for reading. Most of them stayed "
+             "until lunch, and some came back in the afternoon to finish what they had begun. "
+             "The librarian knew many of them by name, and she kept a list of the books they "
+             "asked for most often, so that she could order a second copy of each.")
+text = torch.tensor([tokenizer.encode(PARAGRAPH)])  # (1, T)
+
+
+@torch.no_grad()
+def losses_without(heads) -> tuple[float, float]:
+    """Loss on the second copy (first two sequences) and on the paragraph, with `heads`
+    ((layer, head) pairs) made uniform."""
+    with ExitStack() as stack:
+        for layer in sorted({layer for layer, _ in heads}):
+            stack.enter_context(attnlab.uniform_attention(
+                model.blocks[layer].attn, heads=[h for lay, h in heads if lay == layer]))
+        copy = llama.measure(model, repeats[:2], scores=False)["losses"][:, 51:].mean().item()
+        prose = llama.measure(model, text, scores=False)["losses"].mean().item()
+    return copy, prose
+
+
+# %% slideshow={"slide_type": "subslide"}
+rng = torch.Generator().manual_seed(attnlab.seed_of(1))
+draws = [[divmod(int(i), 9) for i in torch.randperm(270, generator=rng)[:4]] for _ in range(3)]
+rows = {"none": losses_without([]), "top 4 induction heads": losses_without(induction_heads[:4]),
+        **{f"4 random heads, draw {d + 1}": losses_without(heads) for d, heads in enumerate(draws)}}
+print(f"{'made uniform':26} {'second copy':>12} {'paragraph':>10}")
+for name, (copy, prose) in rows.items():
+    print(f"{name:26} {fmt(copy, 2):>12} {fmt(prose, 2):>10}")
+
+# %% tags=["remove-cell"]
+(c0, p0), (c4, p4), *randoms = rows.values()
+typical = sorted(copy for copy, _ in randoms)[1]  # the median of the three draws
+assert c4 > c0 + 2 and c4 > typical + 1.5, "the copy needs the induction heads, not any 4 heads"
+assert abs(p4 - p0) < 0.5, "the paragraph hardly notices"
+
+# %% [markdown]
+# Without its four strongest induction heads the model copies far worse. Four heads drawn at
+# random usually cost much less (the middle of the three draws above), though a draw that
+# happens to take a head the circuit needs can cost as much: the copying rests on a few heads.
+# The paragraph's loss hardly moves without the induction heads, since ordinary text rarely
+# repeats a long stretch. (A head can matter for copying and little else: one more reason to
+# measure before naming what a head is for.)
+
+# %% [markdown]
+# ### Explore: how many heads must go?
+#
+# `copy_loss_without(k)` makes the top `k` induction heads uniform and returns the loss on the
+# second copy. Find the fewest heads that bring it to **half the first copy's loss** or more
+# (`first_copy / 2`), and put that number in `heads_needed`.
+
+# %%
+@functools.cache
+def copy_loss_without(k: int) -> float:
+    return losses_without(induction_heads[:k])[0]
+
+
+heads_needed = ...  # the fewest top induction heads whose removal breaks the copy
+### BEGIN SOLUTION
+heads_needed = 1
+while copy_loss_without(heads_needed) < first_copy / 2:
+    heads_needed += 1
+### END SOLUTION
+heads_needed = ex10.heads_to_break_copy(heads_needed, copy_loss_without, first_copy)
+
+# %% [markdown]
+# ## 7 · Where the weight goes when there is nothing to read
+#
+# Score each head's weight on **position 0** from the later queries. A head that spreads
+# uniformly over the past would give it the mean of $1/(t+1)$:
+
+# %%
+first = scores["first"]  # (30, 9)
+level = (1 / torch.arange(2, 102, dtype=torch.float64)).mean().item()
+print(f"uniform level {fmt(level, 3)}; mean over the 270 heads {fmt(first.mean(), 3)}; "
+      f"heads with more than 0.3 on position 0: {int((first > 0.3).sum())} of 270")
+
+# %% tags=["remove-cell"]
+assert first.mean() > 5 * level and (first > 0.3).sum() > 100
+
+# %% [markdown]
+# More than a third of the heads put over 0.3 of their weight on the first token, whatever it
+# is, several times the uniform level: an **attention sink**. Softmax must give its weight somewhere; a head that has nothing useful to
+# read leaves it on a token it can always see. What does that weight do? Take position 0 away
+# from every head (`attnlab.probes.hide_key`, as in notebook 07) and measure the paragraph,
+# its tokens after the first:
+
+# %%
+attns = [block.attn for block in model.blocks]
+plain = llama.measure(model, text, scores=False)["losses"][:, 1:].mean().item()
+with probes.hide_key(*attns, position=0):
+    hidden = llama.measure(model, text, scores=False)["losses"][:, 1:].mean().item()
+print(f"paragraph loss {fmt(plain, 2)} nats; without position 0 in any head {fmt(hidden, 2)}")
+
+# %% tags=["remove-cell"]
+assert hidden > plain
+
+# %% [markdown]
+# Hidden, the sink's weight goes to real tokens instead, and the paragraph's loss rises: the
+# model relies on a place to put weight it does not want to spend (Xiao et al. 2023 call it an
+# attention sink, and keep the first tokens for it when they cut a long context). How much the
+# loss rises is a fact of this paragraph; the share of weight the sink holds was measured over
+# four sequences.
+
+# %% [markdown]
+# ## What we learned
+#
+# - A 4-bit weight file is blocks of 32 numbers, each block a scale and a minimum and 4 bits a
+#   number: 5 bits a weight instead of 32. Decoded, they load into the attention of notebook 01.
+# - The Llama block is this series' pre-norm block with RMSNorm, a gated feed-forward layer and
+#   no biases; rotary positions and grouped-query heads are notebooks 04 and 08's.
+# - The KV cache of 08 holds what its formula says, and a step with it runs one token instead
+#   of the whole context.
+# - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
+#   on a repeated random sequence the second copy costs less than a third of the first.
+#   Making the top 4 uniform raises that loss sharply; 4 random heads cost much less, and an
+#   ordinary paragraph hardly notices either.
+# - More than a third of the heads put over 0.3 of their weight on the first token (an
+#   attention sink); taking it away raises the loss.
+
+# %% tags=["nbval-ignore-output"]
+print(f"peak memory of this notebook: "
+      f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
