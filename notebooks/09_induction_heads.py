@@ -575,7 +575,7 @@ assert early > 0.5 and late < 0.15 and early > 4 * late
 # `attnlab.uniform_attention(layer.attn, heads=[h])` keeps the head but makes it look at every
 # earlier token alike; `probes.zero_heads(layer.attn, [h])` removes its output altogether.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 model = two.model
 roles = {"L1 previous-token head": (0, [prev_head]), "L1 other head": (0, [1 - prev_head]),
          "L2 best induction head": (1, [ind_head]), "L2 other head": (1, [1 - ind_head]),
