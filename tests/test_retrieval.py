@@ -334,11 +334,20 @@ def test_top1_centred_and_moved_is_per_query():
     queries = np.array([[1.0, 0.1, 0], [0, 1.0, 0.2]])    # nearest: 0, 1
     moved = np.array([[0, 0, 1.0], [0.1, 1.0, 0]])        # nearest: 2, 1
     r = retrieval.top1_centred_and_moved(queries, moved, database, [0, 1], [0, 1, 2])
-    assert r["centred"].tolist() == [True, True] and r["moved"].tolist() == [False, True]
+    assert r["centred"].tolist() == [1.0, 1.0] and r["moved"].tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="moved must hold"):
         retrieval.top1_centred_and_moved(queries, moved[:1], database, [0, 1], [0, 1, 2])
     with pytest.raises(ValueError, match="query_labels"):
         retrieval.top1_centred_and_moved(queries, moved, database, [0], [0, 1, 2])
+
+
+def test_a_near_tie_counts_half_whatever_its_last_bits():
+    database = np.array([[1.0, 0.0], [0.0, 1.0]])         # class 0, class 1
+    for eps in (3e-7, -3e-7, 0.0):                         # a tie moved by the last bits
+        query = np.array([[1.0 + eps, 1.0]])
+        assert retrieval.top1_scores(query, database, [0], [0, 1]).tolist() == [0.5]
+    far = retrieval.top1_scores(np.array([[1.0, 0.9], [0.9, 1.0]]), database, [0, 0], [0, 1])
+    assert far.tolist() == [1.0, 0.0]
 
 
 def test_random_weights_control_runs_each_seed(images, monkeypatch):
