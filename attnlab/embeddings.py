@@ -12,6 +12,7 @@ kept as the reference.
 from __future__ import annotations
 
 import functools
+import random
 import warnings
 
 import numpy as np
@@ -20,7 +21,7 @@ import torch.nn.functional as F
 
 from .assets import fetch, import_keras
 from .checks import check_choice, check_int, check_number
-from .repro import nudge
+from .repro import nudge, seed_of
 
 ALPHAS = (0.35, 0.5)  # the widths whose ImageNet weights attnlab.assets knows
 INPUT_SIZE = 96       # 28×28 images are resized to 96×96: small enough for a CPU, big enough
@@ -30,6 +31,11 @@ EMBED_DIM = 1280
 
 def _check_alpha(alpha) -> float:
     return check_choice("alpha", check_number("alpha", alpha), ALPHAS)
+
+
+def _real_seed(seed) -> int | None:
+    """None (the ImageNet weights) or the seed the random weights are really drawn with."""
+    return None if seed is None else seed_of(check_int("seed", seed, minimum=0))
 
 
 def check_images(images) -> np.ndarray:
@@ -86,27 +92,38 @@ def preprocess(images, size: int = INPUT_SIZE) -> torch.Tensor:
     return x.float()[:, None].expand(-1, 3, -1, -1)                                # (N, 3, S, S)
 
 
-def mobilenet_v2(alpha: float = 0.35):
+def mobilenet_v2(alpha: float = 0.35, seed: int | None = None):
     """Keras's MobileNetV2 without its classifier, global-average pooled (1280 outputs), for
     96×96 RGB input, with the verified ImageNet weights; built once per alpha.
 
     Those weights are the network's 224-pixel training: the shapes of the weights do not depend
     on the input size, so Keras loads them into the 96-pixel model unchanged.
+
+    `seed` (an int): the same architecture with random weights instead (`weights=None`, Keras's
+    own initialisers, every BatchNorm at its identity start), drawn from `seed_of(seed)`, so
+    ATTNLAB_SEED moves them: the control that tells what the pre-training gives from what the
+    architecture gives by itself (notebook 05). Building it leaves every global RNG as it was.
     """
-    return _mobilenet_v2(_check_alpha(alpha))
+    return _mobilenet_v2(_check_alpha(alpha), _real_seed(seed))
 
 
 @functools.cache
-def _mobilenet_v2(alpha: float):
+def _mobilenet_v2(alpha: float, real_seed: int | None = None):
     keras = import_keras()
-    weights = fetch(f"mobilenet_v2_{alpha:g}")
-    layout = keras.config.image_data_format()
+    weights = None if real_seed is not None else str(fetch(f"mobilenet_v2_{alpha:g}"))
+    layout, state = keras.config.image_data_format(), random.getstate()
     keras.config.set_image_data_format("channels_last")  # whatever ~/.keras/keras.json says
     try:
+        # an unseeded Keras initialiser takes its seed from Python's `random`, and nothing else:
+        # seeding it alone fixes every weight (torch's CPU uniform draw is serial, the same
+        # numbers on every CPU) and leaves NumPy's and torch's global generators untouched
+        if real_seed is not None:
+            random.seed(real_seed)
         return keras.applications.MobileNetV2(input_shape=(INPUT_SIZE, INPUT_SIZE, 3),
                                               alpha=alpha, include_top=False,
-                                              weights=str(weights), pooling="avg")
+                                              weights=weights, pooling="avg")
     finally:
+        random.setstate(state)
         keras.config.set_image_data_format(layout)
 
 
@@ -142,7 +159,7 @@ def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
 
 
 @functools.cache
-def _folded(alpha: float):
+def _folded(alpha: float, real_seed: int | None = None):
     """The Keras model as a list of steps (conv, residual) with BatchNorm folded in.
 
     BN(conv(x)) = γ (W*x − μ) / √(σ² + ε) + β  =  (s·W)*x + (β − s·μ),  s = γ / √(σ² + ε),
@@ -150,7 +167,7 @@ def _folded(alpha: float):
     model is used exactly once (checked), so a change in Keras's graph fails loudly here.
     """
     keras = import_keras()
-    model = _mobilenet_v2(alpha)
+    model = _mobilenet_v2(alpha, real_seed)
     names = {layer.name for layer in model.layers}
     used = set()
 
@@ -223,8 +240,10 @@ def _forward(steps, x: torch.Tensor) -> torch.Tensor:
     return total / (x.shape[2] * x.shape[3])    # (B, 1280)
 
 
-def embed_images(images, alpha: float = 0.35, batch_size: int = 32) -> np.ndarray:
-    """MobileNetV2 ImageNet embeddings of uint8 grey images (N, H, W) -> float32 (N, 1280).
+def embed_images(images, alpha: float = 0.35, batch_size: int = 32, *,
+                 seed: int | None = None) -> np.ndarray:
+    """MobileNetV2 ImageNet embeddings of uint8 grey images (N, H, W) -> float32 (N, 1280);
+    with `seed`, the embeddings of the same network with random weights (`mobilenet_v2`).
 
     Images are resized to 96×96 bilinearly, copied to three channels and scaled as
     `preprocess_input` does; the Keras model's weights then run with BatchNorm folded, ReLU6 in
@@ -238,7 +257,7 @@ def embed_images(images, alpha: float = 0.35, batch_size: int = 32) -> np.ndarra
     `make test-portable` moves every embedding by one ulp to prove it (`attnlab.repro.nudge`).
     """
     images = check_images(images)
-    steps = _folded(_check_alpha(alpha))
+    steps = _folded(_check_alpha(alpha), _real_seed(seed))
     batch_size = check_int("batch_size", batch_size, minimum=1)
     out = np.empty((len(images), EMBED_DIM), np.float32)
     with torch.inference_mode():

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from .attention import scaled_dot_product_attention
 from .checks import check_int, check_number
-from .embeddings import check_images
+from .embeddings import check_images, embed_images
 from .repro import seed_of
 
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -97,6 +97,66 @@ def shift(images, pixels: int, seed: int = 0) -> np.ndarray:
         cols = slice(max(dx, 0), width + min(dx, 0)), slice(max(-dx, 0), width - max(dx, 0))
         chosen = direction == k
         out[chosen, rows[0], cols[0]] = images[chosen, rows[1], cols[1]]
+    return out
+
+
+#: cosines closer than this are a tie: CPUs differ in the last bits of a network's features
+#: (up to about 1e-7 in cosine between oneDNN's kernels, measured), never by this much
+TIE = 1e-5
+
+
+def top1_scores(queries, database, query_labels, database_labels) -> np.ndarray:
+    """Per query (N_q,): 1.0 when its most cosine-similar database item has its label, 0.0 when
+    not, and 0.5 when the best item of its label and the best of another lie within `TIE` of
+    each other. Such a near-tie is decided by the last bits of the features, which another CPU
+    computes differently; counted as half, it prints the same number on every CPU."""
+    q, d = _check_features("queries", queries), _check_features("database", database)
+    ql = _check_labels("query_labels", query_labels, len(q))
+    dl = _check_labels("database_labels", database_labels, len(d))
+    q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+    d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+    similarity = q @ d.T                                                  # (N_q, N_d)
+    same = dl[None, :] == ql[:, None]                                     # (N_q, N_d)
+    best_same = np.where(same, similarity, -np.inf).max(axis=1)           # (N_q,)
+    best_other = np.where(same, -np.inf, similarity).max(axis=1)          # (N_q,)
+    margin = best_same - best_other
+    return np.where(margin > TIE, 1.0, np.where(margin < -TIE, 0.0, 0.5))
+
+
+def top1_centred_and_moved(queries, moved, database, query_labels, database_labels) -> dict:
+    """`top1_scores` of the same queries as they are and moved: {"centred": (N_q,),
+    "moved": (N_q,)}, in one search space.
+
+    `queries` and `moved` are the features (N_q, D) of the same images before and after a move
+    (`shift`), `database` (N_d, D). Kept per query, so that two search spaces can be compared
+    query by query (a paired difference), not only by their means.
+    """
+    q, m = _check_features("queries", queries), _check_features("moved", moved)
+    if m.shape != q.shape:
+        raise ValueError(f"moved must hold the features of the same images as queries, shape "
+                         f"{q.shape}, got {m.shape}")
+    return {name: top1_scores(x, database, query_labels, database_labels)
+            for name, x in (("centred", q), ("moved", m))}
+
+
+def random_weights_control(query_images, moved_images, database_images, query_labels,
+                           database_labels, seeds=(0, 1, 2), alpha: float = 0.35) -> dict:
+    """The same retrieval with MobileNetV2 of random weights: {seed: top1_centred_and_moved}.
+
+    Convolutions reuse one filter at every position and the last feature map is averaged over
+    positions, so some tolerance of moves comes with the architecture, whatever its weights.
+    Only a network with the same architecture and untrained weights (`embed_images(...,
+    seed=s)`, Keras's initialisers drawn from `seed_of(s)`) tells how much of the pre-trained
+    network's tolerance is the pre-training's. About 1.6 ms of CPU per image on 2 cores, so
+    notebook 05 runs it on a subset of its images.
+    """
+    if not seeds:
+        raise ValueError("seeds must name at least one seed of random weights, got none")
+    out = {}
+    for seed in seeds:
+        q, m, d = (embed_images(x, alpha, seed=seed)                     # (N, 1280) each
+                   for x in (query_images, moved_images, database_images))
+        out[seed] = top1_centred_and_moved(q, m, d, query_labels, database_labels)
     return out
 
 

@@ -3,6 +3,7 @@ embeddings equal to the Keras model's and the same bits on every kernel path, in
 cosine nearest neighbours and their scores, moved images. Never downloads: the downloader and
 socket connections fail the test."""
 import os
+import random
 import subprocess
 import sys
 
@@ -300,3 +301,67 @@ def test_offline_without_the_data_the_error_names_everything(nowhere, monkeypatc
                      "Debian package dataset-fashion-mnist", "download failed: OSError",
                      "python -m attnlab fetch", "apt-get install dataset-fashion-mnist"):
         assert expected in message, f"{expected!r} missing from:\n{message}"
+
+
+# --- the random-weights control ----------------------------------------------------------------
+
+def test_random_weights_are_drawn_from_the_series_seed_and_leave_the_global_rngs(images,
+                                                                                monkeypatch):
+    assets.import_keras()              # importing Keras draws from Python's random by itself
+    state, torch_state = random.getstate(), torch.get_rng_state()
+    first = embeddings.embed_images(images[:4], seed=0)
+    assert random.getstate() == state and torch.equal(torch.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(first, embeddings.embed_images(images[:4], seed=0))
+    # random-weights embeddings are tiny (no BatchNorm statistics to rescale them): compare
+    # relatively
+    assert not np.allclose(first, embeddings.embed_images(images[:4], seed=1), atol=0)
+    monkeypatch.setenv("ATTNLAB_SEED", "1")                     # seed_of moves the draw
+    assert not np.allclose(first, embeddings.embed_images(images[:4], seed=0), atol=0)
+    with pytest.raises(ValueError, match="seed"):
+        embeddings.embed_images(images[:4], seed=-1)
+
+
+def test_random_weights_are_not_the_imagenet_weights(images):
+    need("mobilenet_v2_0.35")
+    trained, untrained = embeddings.embed_images(images), embeddings.embed_images(images, seed=0)
+    assert untrained.shape == trained.shape == (len(images), 1280)
+    assert np.isfinite(untrained).all() and not np.allclose(trained, untrained, atol=0)
+    assert (untrained.std(0) > 0).any(), "distinct images give distinct embeddings"
+
+
+def test_top1_centred_and_moved_is_per_query():
+    database = np.eye(3)                                  # one item per class 0, 1, 2
+    queries = np.array([[1.0, 0.1, 0], [0, 1.0, 0.2]])    # nearest: 0, 1
+    moved = np.array([[0, 0, 1.0], [0.1, 1.0, 0]])        # nearest: 2, 1
+    r = retrieval.top1_centred_and_moved(queries, moved, database, [0, 1], [0, 1, 2])
+    assert r["centred"].tolist() == [1.0, 1.0] and r["moved"].tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="moved must hold"):
+        retrieval.top1_centred_and_moved(queries, moved[:1], database, [0, 1], [0, 1, 2])
+    with pytest.raises(ValueError, match="query_labels"):
+        retrieval.top1_centred_and_moved(queries, moved, database, [0], [0, 1, 2])
+
+
+def test_a_near_tie_counts_half_whatever_its_last_bits():
+    database = np.array([[1.0, 0.0], [0.0, 1.0]])         # class 0, class 1
+    for eps in (3e-7, -3e-7, 0.0):                         # a tie moved by the last bits
+        query = np.array([[1.0 + eps, 1.0]])
+        assert retrieval.top1_scores(query, database, [0], [0, 1]).tolist() == [0.5]
+    far = retrieval.top1_scores(np.array([[1.0, 0.9], [0.9, 1.0]]), database, [0, 0], [0, 1])
+    assert far.tolist() == [1.0, 0.0]
+
+
+def test_random_weights_control_runs_each_seed(images, monkeypatch):
+    calls = []
+
+    def fake_embed(x, alpha, seed):                       # pixels, shifted by the seed
+        calls.append((len(x), alpha, seed))
+        return x.reshape(len(x), -1).astype(np.float64) + seed
+
+    monkeypatch.setattr(retrieval, "embed_images", fake_embed)
+    y = np.arange(len(images)) % 10
+    moved = retrieval.shift(images[:6], 3, seed=1)
+    out = retrieval.random_weights_control(images[:6], moved, images, y[:6], y, seeds=(0, 2))
+    assert list(out) == [0, 2] and out[0]["centred"].all(), "each query finds itself"
+    assert sorted({seed for _, _, seed in calls}) == [0, 2] and len(calls) == 6
+    with pytest.raises(ValueError, match="seeds"):
+        retrieval.random_weights_control(images[:6], moved, images, y[:6], y, seeds=())
