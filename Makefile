@@ -117,6 +117,7 @@ bench: $(BENCH)/.installed dev  ## each benchmark in benchmarks/ once, on one th
 	$(BENCH)/bin/python benchmarks/embed_images.py
 	$(BENCH)/bin/python benchmarks/minilm_vs_transformers.py
 	$(BENCH)/bin/python benchmarks/attention_cost.py
+	$(BENCH)/bin/python benchmarks/llama_decode.py
 	$(BENCH)/bin/python benchmarks/sentiment_app.py
 	$(BIN)/python benchmarks/web_app.py
 
