@@ -20,28 +20,29 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    KILL_STEPS,
+    NO_CHROMIUM,
+    ServerProcess,
+    free_port,
+    local_only,
+)
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
-
 # Upper bounds (seconds) for explicit conditions: generous, since a slow 2-core machine with
 # other work on it is the case to survive. A passing run takes far less.
 SERVER_START = 120
@@ -51,8 +52,7 @@ WIDGET_UPDATE = 60
 APP_NOTEBOOK = "sentiment_app.ipynb"
 
 if not CHROMIUM.exists():
-    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing): "
-                "`apt-get install chromium` to run the browser tests", allow_module_level=True)
+    pytest.skip(NO_CHROMIUM, allow_module_level=True)
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
@@ -62,12 +62,6 @@ def _notebook(prefix: str) -> Path:
     found = sorted(NOTEBOOKS.glob(f"{prefix}_*.ipynb"))
     assert found, f"no notebooks/{prefix}_*.ipynb to test"
     return found[0]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # JupyterLab user settings for the test: nothing saved behind our back, no news or update
@@ -80,13 +74,12 @@ _LAB_SETTINGS = {
 }
 
 
-class Lab:
+class Lab(ServerProcess):
     """A JupyterLab server started for the tests and stopped with everything it started."""
 
     def __init__(self, root: Path, home: Path, log: Path):
-        self.root, self.port, self.token = root, _free_port(), secrets.token_hex(16)
+        self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log
         for plugin, values in _LAB_SETTINGS.items():
             path = home / "settings" / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,12 +100,10 @@ class Lab:
                "--LabApp.extension_manager=readonly"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI and containers run as root; the server is local-only
-        self._log = open(log, "w", encoding="utf-8")
-        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        super().__init__(cmd, log, cwd=root, env=env)
         try:
-            self._wait_ready()
+            self.wait_ready(lambda: self.api("GET", "/api/status", timeout=5) is not None,
+                            SERVER_START, f"JupyterLab on {self.url}")
         except BaseException:
             self.stop()
             raise
@@ -124,24 +115,6 @@ class Lab:
             body = response.read()
         return json.loads(body) if body else None
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + SERVER_START
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
-                if self.api("GET", "/api/status", timeout=5) is not None:
-                    return
-            time.sleep(0.5)
-        raise TimeoutError(f"JupyterLab did not answer on {self.url} within {SERVER_START} s:\n"
-                           f"{self.log_tail()}")
-
-    def log_tail(self, lines: int = 40) -> str:
-        self._log.flush()
-        text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
     def stop(self):
         """Shut the kernels down, then the server; kill its process group if it hangs."""
         if self.proc.poll() is None:
@@ -150,18 +123,9 @@ class Lab:
                     self.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30)
             with contextlib.suppress(Exception):
                 self.api("POST", "/api/shutdown")
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait(timeout=10)
-        self._log.close()
+        self.signal_group(KILL_STEPS)  # only if it still runs
 
 
 @pytest.fixture(scope="module")
@@ -202,18 +166,7 @@ def page(browser, lab):
     context.set_default_timeout(30_000)
     page = context.new_page()
     # Only the local server may be reached: anything else would be a test touching the network.
-    blocked: list[str] = []
-
-    def local_only(route):
-        url = route.request.url
-        if url.startswith((lab.url, "data:", "blob:")):
-            route.continue_()
-        else:
-            blocked.append(url)
-            route.abort()
-
-    page.route("**/*", local_only)
-    page.blocked = blocked
+    page.blocked = local_only(page, lab.url)
     try:
         yield page
     finally:

@@ -5,13 +5,13 @@ answer takes: benchmarks/web_app.py.)"""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.request
 
 import gradio as gr
 import pytest
+from browser_support import free_port
 from gradio_client import Client
 
 import attnlab
@@ -41,17 +41,11 @@ def app():
     return attnlab.SentimentApp()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(app):
     """The page served by Gradio in this process on a free port of 127.0.0.1, closed after."""
     page = web.build(app)
-    port = _free_port()
+    port = free_port()
     web.launch(page, "127.0.0.1", port, block=False)
     try:
         yield f"http://127.0.0.1:{port}/"

@@ -15,89 +15,58 @@ import contextlib
 import os
 import re
 import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    KILL_STEPS,
+    NO_CHROMIUM,
+    ServerProcess,
+    free_port,
+    local_only,
+)
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "web"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
 SERVER_START = 900  # s: training the models once, where the app's cache has none, on 2 cores
 ANSWER = 60  # s
 
 if not CHROMIUM.exists():
-    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing): "
-                "`apt-get install chromium` to run the browser tests", allow_module_level=True)
+    pytest.skip(NO_CHROMIUM, allow_module_level=True)
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(ServerProcess):
     """python space/app.py on a free port of 127.0.0.1, stopped with everything it started."""
 
     def __init__(self, log: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.log_path = log
         env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
                "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False",
                "PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch"}
-        self._log = open(log, "w", encoding="utf-8")
-        self.proc = subprocess.Popen([sys.executable, str(REPO / "space" / "app.py")], cwd=REPO,
-                                     env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        super().__init__([sys.executable, str(REPO / "space" / "app.py")], log, cwd=REPO,
+                         env=env)
         try:
-            self._wait_ready()
+            self.wait_ready(self._answers, SERVER_START, f"space/app.py on {self.url}")
         except BaseException:
             self.stop()
             raise
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + SERVER_START
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"space/app.py exited with {self.proc.returncode}:\n"
-                                   f"{self.log_tail()}")
-            with contextlib.suppress(OSError, urllib.error.URLError):
-                with urllib.request.urlopen(self.url, timeout=5) as response:
-                    if response.status == 200:
-                        return
-            time.sleep(0.5)
-        raise TimeoutError(f"the app did not answer on {self.url} within {SERVER_START} s:\n"
-                           f"{self.log_tail()}")
-
-    def log_tail(self, lines: int = 40) -> str:
-        self._log.flush()
-        text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(self.url, timeout=5) as response:
+            return response.status == 200
 
     def stop(self):
         """SIGINT (what Ctrl-C in `make app` sends), then SIGTERM, then SIGKILL to the group."""
-        for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-            if self.proc.poll() is not None:
-                break
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=wait)
-        self._log.close()
+        self.signal_group(((signal.SIGINT, 30), *KILL_STEPS))
 
 
 @pytest.fixture(scope="module")
@@ -119,18 +88,7 @@ def page(server):
         context = browser.new_context(viewport={"width": 1400, "height": 1100})
         context.set_default_timeout(30_000)
         page = context.new_page()
-        blocked: list[str] = []
-
-        def local_only(route):  # only the app's server may be reached
-            url = route.request.url
-            if url.startswith((server.url, "data:", "blob:")):
-                route.continue_()
-            else:
-                blocked.append(url)
-                route.abort()
-
-        page.route("**/*", local_only)
-        page.blocked = blocked
+        page.blocked = local_only(page, server.url)  # only the app's server may be reached
         page.dialogs = []  # an alert() that ran would land here
         page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
         try:
