@@ -84,7 +84,13 @@ class Llama(nn.Module):
     def __init__(self, config: LlamaConfig):
         super().__init__()
         c = self.config = config
-        self.embed = nn.Embedding(c.vocab_size, c.d_model)
+        # On the meta device (load_llama: shapes only) the embedding is left uninitialised:
+        # torch's meta kernel for normal_ imports torch._dynamo, 75 MiB of modules that would
+        # count against the notebook's memory for nothing.
+        weight = torch.empty(c.vocab_size, c.d_model)  # (V, D)
+        if not weight.is_meta:
+            nn.init.normal_(weight)  # nn.Embedding's own initialisation
+        self.embed = nn.Embedding(c.vocab_size, c.d_model, _weight=weight)
         self.blocks = nn.ModuleList(
             LlamaBlock(c.d_model, c.n_heads, c.n_kv_heads, c.d_ff, c.rotary_base, c.norm_eps)
             for _ in range(c.n_layers))
@@ -276,8 +282,9 @@ def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = T
             logits, maps = model.run(part, maps=scores)  # (b, T, V), n_layers x (b, H, T, T)
             logits = logits[:, :-1]  # (b, T - 1, V): position t predicts token t + 1
             target = logits.gather(-1, part[:, 1:, None])[..., 0]  # (b, T - 1)
-            losses.append(logits.logsumexp(-1) - target)  # (b, T - 1)   -log p(next token)
-            del logits
+            norm = torch.cat([c.logsumexp(-1) for c in logits.split(16, dim=1)], 1)  # (b, T - 1)
+            losses.append(norm - target)  # -log p(next token); 16 positions at a time, so the
+            del logits                    # exp of 49,152 logits a position is never all in memory
             if not scores:
                 continue
             n = int((previous_occurrence(part) >= 0).sum())  # queries the induction score counts
