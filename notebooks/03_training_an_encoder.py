@@ -25,8 +25,8 @@
 #   see whether the predictions survive;
 # - how to score each head against the uniform level and against chance, and how to find the
 #   heads a model cannot do without;
-# - what hiding a word from attention and zeroing its value each say, and why post-norm
-#   blocks need a learning-rate warm-up.
+# - what hiding a word from attention and zeroing its value each say, and how post-norm and
+#   pre-norm blocks train at a high learning rate, with and without a warm-up.
 #
 # Assumes: notebook 01 (scaled dot-product and multi-head attention) and basic PyTorch
 # (tensors, `nn.Module`).
@@ -247,11 +247,12 @@ print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} wi
 guess = ex03.uniform_accuracy(guess, uniform_accuracy)
 
 # %% tags=["remove-cell"]
-assert accuracy >= 0.97 and uniform_accuracy <= 0.55
+assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
 
 # %% [markdown]
-# With uniform weights this model is at chance: every prediction it gets right, it gets right
-# through its attention. Its weights are worth reading.
+# Uniform weights cost this model much of its accuracy: a large part of what it gets right, it
+# gets right through its attention, so its weights are worth reading. How much it loses is a
+# fact of this one training run; the five models further down show how much it varies.
 #
 # That is a fact about this trained model, not about the task. Under uniform attention each
 # token still carries its own position vector through the residual path and the feed-forward
@@ -372,7 +373,7 @@ decisive, first_word = scores["decisive word"], scores["first word"]
 assert torch.allclose(received, attnlab.probes.attention_received(weights, real))
 assert sentiment_score.max() > 2.0, "some head reads a sentiment word at twice uniform"
 assert (scores["but"]["times_uniform"] < 2.0).all()
-assert (decisive["hit_rate"] > 2 * decisive["base_rate"]).all()
+assert decisive["hit_rate"].max() > 2 * decisive["base_rate"]
 
 # %% [markdown]
 # Some head reads a sentiment word at more than twice the uniform level (the heatmaps above
@@ -454,20 +455,21 @@ print("the head whose uniform weights cost most, by seed:", most_needed)
 # %% tags=["remove-cell"]
 for row in table.values():
     one = [row[f"head {h}"] for h in range(4)]
-    assert row["trained"] >= 0.97 and row["all heads"] <= 0.7, "every model needs its attention"
+    assert row["trained"] >= 0.97 and row["all heads"] < row["trained"] - 0.15, "all heads cost"
     assert max(one) > row["trained"] - 0.05, "some head can go at almost no cost"
-    assert min(one) > row["all heads"], "one head costs less than all four"
+assert sum(row["all heads"] < 0.7 for row in table.values()) >= 3, "most fall below 0.7"
 assert len(set(most_needed.values())) > 1, "not the same head in every model"
 weakest = [min(row[f"head {h}"] for h in range(4)) for row in table.values()]
 assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models than in others"
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Every model needs its attention: all four heads uniform leave each of the five near chance.
-# One head at a time they differ. In every model some head can be made uniform at a cost of a
-# few points at most; how much the most needed head costs varies from model to model by more
-# than ten points; and it is not the same head in every model. So "head 0" names nothing: a head's index
-# is an accident of the training, and a head is named by what the notebook measures in the
-# model at hand. A heatmap of a head that can go at no cost would have looked as structured as
+# Every model needs its attention: all four heads uniform cost each of the five at least 15
+# points, and leave most of them below 0.7 (chance is 0.5). One head at a time they differ.
+# In every model some head can be made uniform at a cost of a few points at most; how much
+# the most needed head costs varies from model to model by more than ten points; and it is
+# not the same head in every model. So "head 0" names nothing: a head's index is an accident
+# of the training, and a head is named by what the notebook measures in the model at hand. A
+# heatmap of a head that can go at no cost would have looked as structured as
 # any; only the ablation tells it apart.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -629,8 +631,8 @@ assert min(hidden["first word"], hidden["decisive word"]) < 0.9 and hidden["but"
 # did; it also trained with a **warm-up**, a learning rate that starts small and rises over
 # the first steps. Most later models normalise each part's input instead (pre-norm:
 # `x + MHA(LayerNorm(x))`), which leaves the residual path free of normalisation. A measurement
-# shows why: two blocks, a learning rate of 0.03 (ten times the recipe's), 6 epochs, with and
-# without a warm-up over the first 50 steps, two seeds each.
+# at a learning rate of 0.03 (ten times the recipe's), two blocks, 6 epochs, two seeds each:
+# post-norm without and with a warm-up over the first 50 steps, and pre-norm without one.
 
 # %% slideshow={"slide_type": "subslide"}
 def six_epochs(norm, warmup, seed):
@@ -642,26 +644,31 @@ def six_epochs(norm, warmup, seed):
     return history["test_acc"]
 
 
-variants = {("post", 0): "post-norm", ("post", 50): "post-norm + warm-up",
-            ("pre", 0): "pre-norm", ("pre", 50): "pre-norm + warm-up"}
+variants = {("post", 0): "post-norm", ("post", 50): "post-norm + warm-up", ("pre", 0): "pre-norm"}
 curves = {name: [six_epochs(norm, warmup, seed) for seed in (0, 1)]
           for (norm, warmup), name in variants.items()}
 
 
 def verdict(curve):
     """What a run did, in words that do not hang on a last digit (training at this learning
-    rate is chaotic: the exact accuracies differ from one CPU to another)."""
-    best = max(curve)
-    return "learned (best ≥ 0.75)" if best >= 0.75 else "at chance" if best < 0.6 else "partly"
+    rate is chaotic: the exact accuracies differ from one CPU to another). A run that reached
+    0.75 "fell back" if some later epoch lies more than 0.1 below its best so far."""
+    if max(curve) < 0.6:
+        return "at chance"
+    if max(curve) < 0.75:
+        return "partly (best < 0.75)"
+    first = next(i for i, a in enumerate(curve) if a >= 0.75)
+    fell = max(max(curve[:i + 1]) - curve[i] for i in range(first, len(curve)))
+    return "learned, then fell back" if fell > 0.1 else "learned and kept it"
 
 
-print(f"{'':22} {'seed 0':24} {'seed 1':24}")
+print(f"{'':22} {'seed 0':26} {'seed 1':26}")
 for name, runs in curves.items():
-    print(f"{name:22} " + " ".join(f"{verdict(r):24}" for r in runs))
+    print(f"{name:22} " + " ".join(f"{verdict(r):26}" for r in runs))
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.8))
-for (name, runs), style in zip(curves.items(), ("o-", "s--", "^-", "v--")):
+for (name, runs), style in zip(curves.items(), ("o-", "s--", "^-")):
     for seed, run in enumerate(runs):
         ax.plot(range(1, 7), run, style, color=f"C{list(curves).index(name)}", alpha=0.8,
                 label=name if seed == 0 else None)
@@ -674,27 +681,18 @@ fig.tight_layout()
 plt.show()
 
 # %% tags=["remove-cell"]
-assert all(verdict(r) == "at chance" for r in curves["post-norm"])
-assert all(verdict(r).startswith("learned") for name in list(variants.values())[1:]
-           for r in curves[name])
-
-
-def fall_back(curve):
-    """How far the accuracy fell below its best epoch so far, at its worst."""
-    return max(max(curve[:i + 1]) - a for i, a in enumerate(curve))
-
-
-assert max(fall_back(r) for r in curves["post-norm + warm-up"]) > 0.15, "one run falls back"
-assert max(fall_back(r) for name in ("pre-norm", "pre-norm + warm-up")
-           for r in curves[name]) < 0.1, "pre-norm climbs and stays"
+said = {name: [verdict(r) for r in runs] for name, runs in curves.items()}
+assert said["post-norm"] == ["at chance"] * 2
+assert "learned" in " ".join(said["post-norm + warm-up"]), "the warm-up lets post-norm leave chance"
+assert said["post-norm + warm-up"] != ["learned and kept it"] * 2, "but not steadily"
+assert said["pre-norm"] == ["learned and kept it"] * 2
 
 # %% [markdown]
 # At this learning rate the post-norm model without warm-up never leaves chance, with either
-# seed; with the warm-up it learns, but not steadily: in the figure, at least one of its runs
-# falls back by more than 0.15 below its best epoch (the verdict, which reads the best epoch,
-# does not show that). Both pre-norm models learn, with or without the warm-up, and keep what
-# they learned. Two seeds of one small model are not a law, and we have not measured *why*;
-# Xiong et al. (2020) give the analysis: a post-norm block's gradients are largest at the start
+# seed. With the warm-up it does learn, but not steadily: of its two runs, at least one falls
+# back after its best epoch or never gets there (the table says which, the figure shows how
+# far). Pre-norm learns in both seeds without any warm-up, and keeps what it learned. Two seeds
+# of one small model are not a law, and we have not measured *why*; Xiong et al. (2020) give the analysis: a post-norm block's gradients are largest at the start
 # of training, which is what a warm-up's small first steps protect against.
 
 # %% [markdown]
@@ -703,8 +701,8 @@ assert max(fall_back(r) for name in ("pre-norm", "pre-norm + warm-up")
 # - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
 #   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
 #   it to the test accuracy printed above on reviews a bag of words cannot solve.
-# - Before reading attention, take it away: with uniform weights this model falls to chance, so
-#   its weights carry its decisions. The task itself does not need attention: trained with
+# - Before reading attention, take it away: uniform weights cost each of five models at least
+#   15 points and leave most below 0.7, so their weights carry much of their decisions. The task itself does not need attention: trained with
 #   uniform weights from the start, the same recipe also passed 0.9, through word and position.
 # - Scored against the uniform level, each sentiment word reads the other, in some head at
 #   more than twice uniform. Over five seeds every model needs its attention, some head can
@@ -712,6 +710,6 @@ assert max(fall_back(r) for name in ("pre-norm", "pre-norm + warm-up")
 #   seed: name a head by what it does, never by its number.
 # - Hiding a word and zeroing its value roughly agree for these words; "but" can go at no cost, because
 #   the order of the two words already decides.
-# - At a high learning rate, post-norm needed a warm-up to learn at all; pre-norm learned with
-#   or without it.
+# - At a high learning rate, post-norm needed a warm-up to learn at all, and even with it did
+#   not learn steadily; pre-norm learned without one and kept it.
 # - Notebook 04 asks what the position vectors contributed to all this.

@@ -481,7 +481,7 @@ assert gap < 1e-12 and not torch.equal(order, torch.arange(10))
 # attention?
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: in notebook 03 uniform weights sent the model to chance. Here?
+# Ask the class before running: in notebook 03 uniform weights cost the model much of its accuracy. Here?
 # Remind them what the weights become: 1/10 each, so every image receives the same vector.
 
 # %%

@@ -84,9 +84,10 @@ def uniform_accuracy(guess, measured):
     """Predict: the trained model's test accuracy when every attention weight is uniform."""
     return check_prediction(
         guess, measured, name="accuracy with uniform attention", tolerance=0.1,
-        lesson="This model learned to decide by which word reads which: with every weight "
-               "uniform no word can single out another, and what it learned is gone. (Whether "
-               "the task needs attention at all is another question: the next cells ask it.)")
+        lesson="This model learned to decide largely by which word reads which: with every "
+               "weight uniform no word can single out another, and much of what it learned is "
+               "gone. (Whether the task needs attention at all is another question: the next "
+               "cells ask it.)")
 
 
 def _weights(generator: torch.Generator, real: torch.Tensor, heads: int) -> torch.Tensor:
