@@ -85,7 +85,9 @@ def draw_float64(model: nn.Module, pad_id: int | None = None) -> nn.Module:
     everywhere, and float64 arithmetic keeps each step's differences near 1e-16. The cost is
     1.3-1.5x the time of float32 (measured in the notebooks' training). Linear layers get
     U(±1/√fan_in) (nn.Linear's default), token tables N(0, 1/d), learned position tables
-    N(0, LEARNED_POSITION_STD²); LayerNorms stay at 1 and 0.
+    N(0, LEARNED_POSITION_STD²); LayerNorms stay at 1 and 0. Any other module with weights of
+    its own (nn.Conv2d, a bare nn.Parameter on a custom module) is a TypeError, not a float32
+    draw kept by mistake.
     """
     def draw(p, std=None, bound=None):  # N(0, std²) or U(-bound, bound)
         r = (torch.randn(p.shape, dtype=torch.float64) * std if std is not None
@@ -94,6 +96,8 @@ def draw_float64(model: nn.Module, pad_id: int | None = None) -> nn.Module:
 
     model.to(torch.float64)
     for module in model.modules():
+        if isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
+            continue  # their 1s and 0s are the same on every CPU
         if isinstance(module, nn.Linear):
             bound = module.in_features ** -0.5
             module.weight = draw(module.weight, bound=bound)
@@ -105,6 +109,11 @@ def draw_float64(model: nn.Module, pad_id: int | None = None) -> nn.Module:
                 module.weight[module.padding_idx] = 0.0
         elif isinstance(module, PositionalEncoding) and module.kind == "learned":
             module.table = draw(module.table, std=LEARNED_POSITION_STD)
+        elif any(True for _ in module.parameters(recurse=False)):
+            # a float32 draw kept here would be another number on another CPU, silently
+            raise TypeError(f"draw_float64 does not know how to draw the weights of "
+                            f"{type(module).__name__}; it draws nn.Linear, nn.Embedding and "
+                            f"learned PositionalEncoding (norms keep 1 and 0)")
     return model
 
 

@@ -15,7 +15,7 @@ from conftest import raises_each
 import attnlab
 from attnlab.data import Vocab, make_reviews
 from attnlab.generation import VOCAB
-from attnlab.models import DecoderOnly, EncoderDecoder, TinyTransformer
+from attnlab.models import DecoderOnly, EncoderDecoder, TinyTransformer, draw_float64
 from attnlab.probes import alignment_share, future_share, target_scores
 
 
@@ -170,6 +170,20 @@ def test_float64_initialisation_has_the_float32_distributions():
             assert float(b.detach().std()) == pytest.approx(float(a.detach().std()), rel=0.15), name
     assert torch.all(f64.embed.tokens.weight[0] == 0)  # the PAD row stays zero
 
+
+
+def test_float64_drawing_refuses_a_module_it_cannot_draw():
+    """A float32 draw kept by mistake would differ from CPU to CPU without any error."""
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = torch.nn.Parameter(torch.ones(3))
+
+    for module in (torch.nn.Conv2d(1, 2, 3), torch.nn.Sequential(torch.nn.Linear(2, 2), Scaled())):
+        with pytest.raises(TypeError, match=r"how to draw the weights of (Conv2d|Scaled)"):
+            draw_float64(module)
+    norm = draw_float64(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2)))
+    assert torch.equal(norm[1].weight, torch.ones(2, dtype=torch.float64))
 
 def test_token_ids_a_model_cannot_read_raise_clear_errors():
     model = TinyTransformer(63)
