@@ -9,7 +9,7 @@ Everything it needs to measure lives here, written so the numbers are trustworth
 - `peak_memory`: the peak of the bytes PyTorch's CPU allocator held during a call, read from the
   profiler's allocation records (every allocation, including scratch buffers inside fused C++
   kernels that Python never sees; `tracemalloc` sees none of them);
-- `count_flops` / `attention_flops` / `layer_flops`: floating-point operations, counted exactly
+- `count_flops` / `layer_flops`: floating-point operations, counted exactly
   by PyTorch's FlopCounterMode and written out as formulas;
 - `loglog_slope` (shared with notebook 02): the exponent p of y ~ x^p on log-log axes, which
   tells T² from T whatever the machine's speed;
@@ -151,19 +151,6 @@ def count_flops(fn: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return int(counter.get_total_flops())
-
-
-def attention_flops(t_q: int, t_k: int, d_k: int, d_v: int | None = None, batch: int = 1) -> int:
-    """Matrix-product FLOPs of softmax(q kᵀ / sqrt(d_k)) v: the score part of attention.
-
-    q kᵀ is (t_q, d_k) @ (d_k, t_k): 2·t_q·t_k·d_k; weights @ v is (t_q, t_k) @ (t_k, d_v):
-    2·t_q·t_k·d_v. Both grow with t_q·t_k, i.e. with T² in self-attention: 4× the context
-    is 16× this count, exactly. `batch` multiplies (batch × heads).
-    """
-    for name, value in (("t_q", t_q), ("t_k", t_k), ("d_k", d_k), ("batch", batch)):
-        check_int(name, value, minimum=1)
-    d_v = d_k if d_v is None else check_int("d_v", d_v, minimum=1)
-    return 2 * batch * t_q * t_k * (d_k + d_v)
 
 
 def layer_flops(kind: str, seq_len: int, d_model: int, batch: int = 1) -> int:

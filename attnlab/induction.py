@@ -38,7 +38,6 @@ from torch import nn
 from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_number
 from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
-from .probes import induction_score, previous_token_score
 from .repro import seed_of
 from .train import fit, recipe
 
@@ -290,12 +289,3 @@ def drop_step(run: Induction, level: float = DROP_LEVEL, window: int = 25) -> in
         raise TypeError(f"run must be what train_induction returns, got {type(run).__name__}")
     below = (smooth(run.repeated, window) < level).nonzero()
     return None if len(below) == 0 else int(below[0]) + window - 1
-
-
-def head_scores(maps: list[torch.Tensor], tokens: torch.Tensor,
-                queries: torch.Tensor | None = None) -> list[dict]:
-    """Every head's previous-token and induction score, layer by layer: a list with one dict
-    per layer of (H,) tensors `previous` and `induction` (see `attnlab.probes`)."""
-    return [{"previous": previous_token_score(w), "induction": induction_score(w, tokens, queries)}
-            for w in maps]
-

@@ -130,31 +130,6 @@ def against_d_k(d_ks, unscaled, scaled, ylabel: str, title=None,
     return fig
 
 
-def training_curves(history: dict, title=None):
-    """Loss per epoch (train and test) and test accuracy, from the history
-    `attnlab.train.fit_classifier` returns. Returns the Figure."""
-    keys = ("epoch", "train_loss", "test_loss", "test_acc")
-    missing = [k for k in keys if k not in history]
-    if missing:
-        raise ValueError(f"history is missing {missing}; expected the dict "
-                         f"attnlab.train.fit_classifier returns")
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
-    ax_loss.plot(history["epoch"], history["train_loss"], "o-", label="train")
-    ax_loss.plot(history["epoch"], history["test_loss"], "s--", label="test")
-    ax_loss.set_ylabel("cross-entropy loss")
-    ax_loss.legend(loc="upper right")
-    ax_acc.plot(history["epoch"], history["test_acc"], "s--", color="C1", label="test")
-    ax_acc.set_ylabel("test accuracy")
-    ax_acc.set_ylim(0.0, 1.02)
-    for ax in (ax_loss, ax_acc):
-        ax.set_xlabel("epoch")
-        ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
 def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float | None = None,
                      title=None):
     """Grouped bar chart of repeated measurements: `groups` maps a group name (e.g. a task) to

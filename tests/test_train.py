@@ -8,7 +8,7 @@ import torch
 import attnlab
 from attnlab.data import NEGATIVE, POSITIVE, Vocab
 from attnlab.models import TinyTransformer, eval_mode
-from attnlab.plots import accuracy_curves, mean_spread_bars, training_curves
+from attnlab.plots import accuracy_curves, mean_spread_bars
 from attnlab.train import (
     RECIPE,
     evaluate,
@@ -159,8 +159,6 @@ def test_evaluate_restores_train_mode_when_the_model_raises():
 def test_plots_draw_histories_and_repeated_measurements():
     history = {"epoch": [1, 2], "train_loss": [0.7, 0.3], "test_loss": [0.6, 0.4],
                "test_acc": [0.6, 0.8]}
-    fig = training_curves(history, title="t")
-    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 2
     fig2 = mean_spread_bars({"bag": {"learned": [1.0, 0.99], "none": [1.0, 1.0]},
                              "order": {"learned": [0.9, 0.95], "none": [0.5, 0.48]}}, chance=0.5)
     assert len(fig2.axes[0].patches) == 4
@@ -171,7 +169,5 @@ def test_plots_draw_histories_and_repeated_measurements():
                                                     "chance"]
     assert list(lines[0].get_ydata()) == pytest.approx([0.65, 0.9])  # the mean per epoch
     plt.close("all")
-    with pytest.raises(ValueError, match="history is missing"):
-        training_curves({"epoch": [1]})
     with pytest.raises(ValueError, match="groups must be"):
         mean_spread_bars({})
