@@ -41,8 +41,9 @@ def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
                              f"got shape {tuple(x.shape)}")
     check_int("seed", seed)
     r = recipe(HEAD_RECIPE, overrides)
-    torch.manual_seed(seed_of(seed))
-    head = nn.Linear(x_train.shape[1], 2).to(x_train.device)  # logits = W v + b for two labels
+    with torch.random.fork_rng(devices=[]):  # seed the first weights, leave the caller's RNG alone
+        torch.manual_seed(seed_of(seed))
+        head = nn.Linear(x_train.shape[1], 2).to(x_train.device)  # logits = W v + b, two labels
     history = fit_classifier(head, x_train, y_train, x_test, y_test, epochs=r["epochs"],
                              lr=r["lr"], batch_size=r["batch_size"], seed=seed, verbose=verbose)
     return head.eval(), history

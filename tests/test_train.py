@@ -9,6 +9,7 @@ import attnlab
 from attnlab.data import NEGATIVE, POSITIVE, Vocab
 from attnlab.models import TinyTransformer, eval_mode
 from attnlab.plots import accuracy_curves, mean_spread_bars
+from attnlab.sentiment import fit_head
 from attnlab.train import (
     RECIPE,
     evaluate,
@@ -171,3 +172,14 @@ def test_plots_draw_histories_and_repeated_measurements():
     plt.close("all")
     with pytest.raises(ValueError, match="groups must be"):
         mean_spread_bars({})
+
+
+def test_the_sentiment_head_is_seeded_without_touching_the_callers_random_state():
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(40, 6, generator=g, dtype=torch.float64), torch.arange(40) % 2
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    head, _ = fit_head(x.float(), y, x.float(), y, epochs=1)
+    assert torch.equal(torch.get_rng_state(), before)
+    again, _ = fit_head(x.float(), y, x.float(), y, epochs=1)
+    assert torch.equal(head.weight, again.weight)  # the seed, not the caller, fixes the weights
