@@ -8,6 +8,7 @@ refused, to prove they work offline, and measure every slide and figure.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import re
@@ -22,8 +23,8 @@ from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from playwright.sync_api import sync_playwright
 
-from attnlab.classroom import figures, measure, site
-from attnlab.classroom.series import notebook_paths
+from attnlab.classroom import figures, measure, site, student
+from attnlab.classroom.series import NOTEBOOK_DIR, notebook_paths
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "site"
 
@@ -152,6 +153,28 @@ def test_slide_view_hides_markers_plumbing_and_empty_cells_but_keeps_outputs():
     assert types == [None, None, "skip", None, "subslide"]
     assert "transient" not in nb.cells[3].metadata  # the input notebook is not modified
 
+
+
+def test_a_predict_question_stays_open_on_the_slides():
+    nb = _present([
+        "# Title",
+        "Some prose before the question.",
+        "**Predict first.** What accuracy is left?",
+        ("guess = ...  # your prediction\n### BEGIN SOLUTION\nguess = 0.5\n### END SOLUTION",
+         "", {}),
+        ("measured = 0.48\nguess = ex03.uniform_accuracy(guess, measured)", "✓ ...\n", {}),
+        "So the model needs its attention.",
+        ("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION", "", {}),
+    ])
+    view = site.assign_slide_types(site.slide_view(nb))
+    sources = [c.source for c in view.cells]
+    assert sources[3] == "guess = ...  # your prediction\n# your code here"  # no instructor guess
+    assert sources[6] == "def f(x):\n    return x"  # an implement solution stays, for instructors
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in view.cells]
+    assert kinds[1:5] == ["-", "subslide", "-", "subslide"]  # question + guess, then measurement
+    with pytest.raises(ValueError, match="guess goes in a cell of its own"):
+        site.slide_view(_present([("guess = 0.5\nguess = ex03.uniform_accuracy(guess, 0.48)", "",
+                                   {})]))
 
 def test_decks_and_site_leave_out_removed_cells_and_decks_hide_tagged_inputs(
         tmp_path, fake_modules):
@@ -342,6 +365,31 @@ def test_every_stored_notebook_builds_offline(tmp_path, fake_modules, series_dec
         body = deck.read_text()
         assert body.count("<section") >= 3, f"{deck.name} has a single slide: no headings?"
 
+
+
+def _deck_text(page: str) -> str:
+    """What a deck shows as text: tags stripped, entities decoded, runs of spaces made one."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+def test_no_deck_projects_an_answer_to_a_predict_question(series_decks):
+    """Every predict exercise of every deck: the instructor's guess is on no slide, and the
+    measurement is on a later slide than the question."""
+    questions = 0
+    for deck in series_decks:
+        stem = deck.name.split(".")[0]
+        nb = site.presentable(nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4))
+        guesses = student.predict_guess_cells(nb)
+        text = _deck_text(deck.read_text())
+        answers = [" ".join(line.split()) for i, line in student.solution_lines(nb)
+                   if i in guesses and line.strip()]
+        assert answers and not [a for a in answers if a in text], deck.name
+        view = site.assign_slide_types(site.slide_view(nb))
+        for guess, check in guesses.items():
+            later = {c.metadata["slideshow"]["slide_type"] for c in view.cells[guess + 1:check + 1]}
+            assert later & {"slide", "subslide"}, f"{deck.name}: cell {check} is on the same slide"
+        questions += len(guesses)
+    assert questions >= 18, questions  # the series has 18 predict questions, 21 predict checks
 
 # ----------------------------------------------------------------------------- in a browser
 

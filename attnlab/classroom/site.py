@@ -35,7 +35,7 @@ from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.filters import markdown2html
 
 from .series import NOTEBOOK_DIR, notebook_paths
-from .student import MARKER, without_removed_cells
+from .student import MARKER, predict_guess_cells, strip_solutions, without_removed_cells
 
 REPO = NOTEBOOK_DIR.parent
 WEB = REPO / "web"
@@ -111,17 +111,38 @@ def assign_slide_types(nb):
 HIDE_INPUT = "hide-input"  # the cell tag that shows a cell's outputs on slides, not its code
 
 
+def _on_screen(cell) -> bool:
+    """Whether a cell shows on a slide: not speaker notes, not skipped, not empty code."""
+    kind = (cell.metadata.get("slideshow") or {}).get("slide_type")
+    if kind in {"notes", "skip"}:
+        return False
+    return cell.cell_type == "markdown" or bool(cell.source.strip()) or bool(cell.get("outputs"))
+
+
 def slide_view(nb):
     """A copy of `nb` showing what belongs on a slide.
 
-    Code cells lose the `### BEGIN/END SOLUTION` marker lines around exercise solutions (the
-    solution itself stays: instructors present the full edition); a code cell tagged
+    Code cells lose the `### BEGIN/END SOLUTION` marker lines around exercise solutions (an
+    implement exercise's solution stays: instructors present the full edition). A predict
+    exercise's guess cell shows what students have, `...`, not the instructor's guess, and the
+    question before it and the cell after it start a subslide: projected, the question stays
+    open until the class has guessed, and the measurement comes a slide later. A code cell tagged
     `hide-input` (plotting plumbing, long helper calls) shows its outputs only; a code cell with
     nothing to show is skipped unless its own metadata places it. Markdown, including speaker
     notes (`slide_type: notes`, rendered by reveal's notes plugin), is unchanged. Cells tagged
     `remove-cell` are gone before this (`build`).
     """
     nb = copy.deepcopy(nb)
+    for guess in predict_guess_cells(nb):
+        # The question stays open: the guess cell is shown as students have it, and the
+        # question, its guess and the measurement after it each start a screen of their own.
+        nb.cells[guess].source = strip_solutions(nb.cells[guess].source)
+        shown = [j for j in range(guess + 1, len(nb.cells)) if _on_screen(nb.cells[j])]
+        question = next((j for j in range(guess - 1, -1, -1) if _on_screen(nb.cells[j])), None)
+        for j in ([question] if question is not None else []) + shown[:1]:
+            show = nb.cells[j].metadata.setdefault("slideshow", {})
+            if show.get("slide_type") not in {"slide", "subslide"}:
+                show["slide_type"] = "slide" if _heading(nb.cells[j]) else "subslide"
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

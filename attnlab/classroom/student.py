@@ -33,6 +33,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors import TagRemovePreprocessor
 
+from ..exercises import checks
 from . import series
 
 BEGIN = "### BEGIN SOLUTION"
@@ -114,6 +115,38 @@ def solution_lines(nb) -> list[tuple[int, str]]:
                 found.append((index, line))
     return found
 
+
+
+_CHECK_CALL = re.compile(r"\b(ex\d\d)\.(\w+)\(\s*([A-Za-z_]\w*)\s*[,)]")  # exNN.check(answer, ...)
+
+
+def predict_guess_cells(nb) -> dict[int, int]:
+    """{guess cell index: check cell index} for every *predict* exercise of notebook `nb`.
+
+    A predict check is called as `exNN.check(guess, measured)` after the measurement; its guess
+    cell is the last code cell before that call whose solution region assigns `guess` (a
+    ValueError if there is none: a guess written in the measuring cell cannot stay open).
+    The slides use this to keep the question open: the guess cell shows no instructor answer,
+    and the measurement comes on a later slide.
+    """
+    registry, found = checks(), {}  # the registry knows each check's kind
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for module, name, answer in _CHECK_CALL.findall(cell.source):
+            check = registry.get(f"{module}.{name}")
+            if check is None or check.exercise.kind != "predict":
+                continue
+            assigns = re.compile(rf"^\s*{re.escape(answer)}\s*=", re.MULTILINE)
+            guess = next((j for j in range(i - 1, -1, -1) if has_solution(nb.cells[j])
+                          and assigns.search(nb.cells[j].source)), None)
+            if guess is None:
+                raise ValueError(
+                    f"cell {i} calls the predict check {module}.{name}({answer}, ...), but no "
+                    f"code cell before it has a solution region that assigns {answer}: the "
+                    f"guess goes in a cell of its own, before the measurement")
+            found[guess] = i
+    return found
 
 def without_removed_cells(nb):
     """A copy of `nb` without the cells tagged `remove-cell` (nbconvert's TagRemovePreprocessor)."""
