@@ -649,6 +649,7 @@ curves = {name: [six_epochs(norm, warmup, seed) for seed in (0, 1)]
           for (norm, warmup), name in variants.items()}
 
 
+# %%
 def verdict(curve):
     """What a run did, in words that do not hang on a last digit (training at this learning
     rate is chaotic: the exact accuracies differ from one CPU to another). A run that reached
