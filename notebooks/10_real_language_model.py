@@ -353,9 +353,11 @@ assert min(previous_layers) < best_layer  # a previous-token head below the best
 # ## 6 · Does it need them?
 #
 # An attention score shows where weight goes, not what the model needs. We make the top 4
-# induction heads uniform (`attnlab.uniform_attention`, as everywhere in the series), and, as a
-# control, 4 heads drawn at random (three draws); each time we measure the second copy and an
-# ordinary paragraph of English.
+# induction heads uniform (`attnlab.uniform_attention`, as everywhere in the series); as a
+# control, 4 heads drawn at random from the others (three draws; "others": none of the ten
+# strongest induction or previous-token heads, which a draw from all 270 could hit); and the
+# strongest previous-token head alone. Each time we measure the second copy and an ordinary
+# paragraph of English.
 
 # %%
 PARAGRAPH = ("The library opened at nine every morning. Students came early to find a quiet "
@@ -380,25 +382,31 @@ def losses_without(heads) -> tuple[float, float]:
 
 
 # %% slideshow={"slide_type": "subslide"}
+previous_heads = top_heads(scores["previous"], 10)
+others = [h for h in top_heads(scores["induction"], 270)
+          if h not in induction_heads[:10] and h not in previous_heads]
 rng = torch.Generator().manual_seed(attnlab.seed_of(1))
-draws = [[divmod(int(i), 9) for i in torch.randperm(270, generator=rng)[:4]] for _ in range(3)]
+draws = [[others[int(i)] for i in torch.randperm(len(others), generator=rng)[:4]]
+         for _ in range(3)]
 rows = {"none": losses_without([]), "top 4 induction heads": losses_without(induction_heads[:4]),
-        **{f"4 random heads, draw {d + 1}": losses_without(heads) for d, heads in enumerate(draws)}}
-print(f"{'made uniform':26} {'second copy':>12} {'paragraph':>10}")
+        "strongest previous-token head": losses_without(previous_heads[:1]),
+        **{f"4 other heads, draw {d + 1}": losses_without(heads) for d, heads in enumerate(draws)}}
+print(f"{'made uniform':30} {'second copy':>12} {'paragraph':>10}")
 for name, (copy, prose) in rows.items():
-    print(f"{name:26} {fmt(copy, 2):>12} {fmt(prose, 2):>10}")
+    print(f"{name:30} {fmt(copy, 2):>12} {fmt(prose, 2):>10}")
 
 # %% tags=["remove-cell"]
-(c0, p0), (c4, p4), *randoms = rows.values()
-typical = sorted(copy for copy, _ in randoms)[1]  # the median of the three draws
-assert c4 > c0 + 2 and c4 > typical + 1.5, "the copy needs the induction heads, not any 4 heads"
+(c0, p0), (c4, p4), (c1, _), *randoms = rows.values()
+assert c4 > c0 + 2 and c4 > max(c for c, _ in randoms) + 1.5, "the induction heads, not any 4"
+assert c1 > c0 + 2, "and the previous-token head"
 assert abs(p4 - p0) < 0.5, "the paragraph hardly notices"
 
 # %% [markdown]
-# Without its four strongest induction heads the model copies far worse. Four heads drawn at
-# random usually cost much less (the middle of the three draws above), though a draw that
-# happens to take a head the circuit needs can cost as much: the copying rests on a few heads.
-# The paragraph's loss hardly moves without the induction heads, since ordinary text rarely
+# Without its four strongest induction heads the model copies far worse; four other heads
+# drawn at random cost much less, in every draw. The strongest previous-token head alone costs
+# the copy a lot too: copying takes both halves of 09's circuit, the head that writes what came
+# before each token and the heads that look it up. The copying rests on a few heads. The
+# paragraph's loss hardly moves without the induction heads, since ordinary text rarely
 # repeats a long stretch. (A head can matter for copying and little else: one more reason to
 # measure before naming what a head is for.)
 
@@ -473,7 +481,8 @@ assert hidden > plain
 #   of the whole context.
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
 #   on a repeated random sequence the second copy costs less than a third of the first.
-#   Making the top 4 uniform raises that loss sharply; 4 random heads cost much less, and an
+#   Making the top 4 uniform raises that loss sharply, and so does the strongest previous-token
+#   head alone; 4 other heads drawn at random cost much less, and an
 #   ordinary paragraph hardly notices either.
 # - More than a third of the heads put over 0.3 of their weight on the first token (an
 #   attention sink); taking it away raises the loss.
