@@ -119,7 +119,7 @@ assert torch.allclose(weights.sum(-1), torch.ones(1)), "each row of weights must
 assert vec(weights[0]) == "[0.405, 0.246, 0.349]"
 
 # %%
-guess = ex01.predict_weights(guess, weights[0])
+ex01.predict_weights(guess, weights[0])
 
 # %% [markdown]
 # Key 1 does not match at all ($q \cdot k_1 = 0$), yet it gets 0.246 of the weight. Softmax never
@@ -299,7 +299,7 @@ assert [fmt(x, 1) for x in dots] == ["1.0", "1.0", "1.4", "2.0"]
 assert [fmt(x, 3) for x in cosines] == ["0.707", "0.707", "1.000", "0.707"]
 
 # %%
-winner_guess = ex01.predict_winner(winner_guess, w4[0])
+ex01.predict_winner(winner_guess, w4[0])
 
 # %% [markdown]
 # Key 3 agrees with the query's direction less well than key 2 (cosine 0.707 against 1.000) and

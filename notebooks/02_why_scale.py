@@ -82,7 +82,7 @@ assert abs(std[d_ks == 256][0] - 16) < 1 and abs(slope - 0.5) < 0.02, "about 16,
 assert np.all(np.abs(std / np.sqrt(d_ks) - 1) < 0.1), "std(q·k) / sqrt(d_k) should be about 1"
 
 # %%
-guess = ex02.std_at_256(guess, std[d_ks == 256][0])
+ex02.std_at_256(guess, std[d_ks == 256][0])
 
 # %% tags=["hide-input"]
 against_d_k(d_ks, std, std / np.sqrt(d_ks), "standard deviation",
@@ -303,7 +303,7 @@ assert largest["initialisation"] < 0.15, "almost uniform at the start"
 assert abs(prenorm - 1 / 3) < 0.05, "pre-norm: about 1/3"
 
 # %%
-spread_guess = ex02.spread_at_init(spread_guess, spreads["initialisation"])
+ex02.spread_at_init(spread_guess, spreads["initialisation"])
 
 # %% [markdown]
 # At initialisation the scores spread about 0.02, not 1: nn.Linear draws $W_Q$ and $W_K$ with
@@ -451,7 +451,7 @@ assert (column["folded"][3] > 1.5 * column["scaled"][3]).all(), "wider than scal
 
 # %%
 trained_spreads = {name: [row[3] for row in rows[name]] for name in rows}
-folded_guess = ex02.folded_spread(folded_guess, trained_spreads)
+ex02.folded_spread(folded_guess, trained_spreads)
 
 # %% tags=["remove-cell"]
 assert folded_guess == "unscaled", "the prose says: nearer the unscaled model's"

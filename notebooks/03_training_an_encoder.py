@@ -244,7 +244,7 @@ with attnlab.uniform_attention():
     uniform_accuracy = evaluate(model, x_test, y_test)[1]
 print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
       "attention")
-guess = ex03.uniform_accuracy(guess, uniform_accuracy)
+ex03.uniform_accuracy(guess, uniform_accuracy)
 
 # %% tags=["remove-cell"]
 assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
@@ -588,9 +588,9 @@ def hidden_accuracy(where):
 print(f"hide the first word: accuracy {fmt(hidden_accuracy(first), 3)}")
 
 # %%
-guess = ...  # your prediction: the accuracy with the first word's column zeroed
+guess_zeroed = ...  # your prediction: the accuracy with the first word's column zeroed
 ### BEGIN SOLUTION
-guess = 0.6
+guess_zeroed = 0.6
 ### END SOLUTION
 
 # %%
@@ -603,7 +603,7 @@ hidden = {name: hidden_accuracy(where)
 print(f"{'':14} {'hidden':>8} {'zeroed':>8}   (test accuracy, {fmt(accuracy, 3)} untouched)")
 for name in hidden:
     print(f"{name:14} {fmt(hidden[name], 3):>8} {fmt(zeroed[name], 3):>8}")
-guess = ex03.zeroed_accuracy(guess, zeroed["first word"])
+ex03.zeroed_accuracy(guess_zeroed, zeroed["first word"])
 
 # %% tags=["remove-cell"]
 with torch.no_grad():  # the by-hand block with no edit is the model itself

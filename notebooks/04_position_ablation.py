@@ -217,7 +217,7 @@ assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s
 assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.15
 
 # %%
-guess = ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
+ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 
 # %% [markdown]
 # Both models solve the bag task, and both still do with uniform attention: one word decides
@@ -350,7 +350,7 @@ guess_norm = 4.0
 # %%
 norms = table.norm(dim=-1)  # (15,)   one per position
 print(f"norms of PE[0] .. PE[{MAX_LEN - 1}]: from {fmt(norms.min(), 3)} to {fmt(norms.max(), 3)}")
-guess_norm = ex04.sinusoidal_norm(guess_norm, norms.mean().item())
+ex04.sinusoidal_norm(guess_norm, norms.mean().item())
 
 # %% tags=["remove-cell"]
 assert torch.allclose(norms, torch.full_like(norms, 4.0))
@@ -736,7 +736,7 @@ assert max(within["none"]) < 0.5 and max(past["none"]) < 0.35
 
 # %%
 measured = {p for p in ENCODINGS if past[p] and min(past[p]) >= 0.9}
-survive = ex04.survivors(survive, measured)
+ex04.survivors(survive, measured)
 
 # %% tags=["hide-input"]
 fig = mean_spread_bars({"positions 2-7 (trained)": within,

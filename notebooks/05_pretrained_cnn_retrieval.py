@@ -497,7 +497,7 @@ accuracy["uniform"] = right["uniform"].double().mean().item()
 diff, se = paired(right["cnn"].numpy(), right["uniform"].numpy())
 print(f"seed 0: test accuracy {fmt(accuracy['cnn'], 3)} with its weights, "
       f"{fmt(accuracy['uniform'], 3)} with uniform weights (difference {fmt(diff, 3)} ± {fmt(se, 3)})")
-guess = ex05.uniform_accuracy(guess, accuracy["uniform"])
+ex05.uniform_accuracy(guess, accuracy["uniform"])
 
 # %% [markdown]
 # One model could be lucky. The same test on all three, and once more with **one head at a

@@ -298,7 +298,7 @@ print(f"  400 test reviews:   {fmt(test_cos.mean(), 2)} ({fmt(test_cos.min(), 2)
 print(f"  for scale, two different probe sentences: {fmt(unrelated, 2)}")
 print("sentiment heads' test accuracy, normal -> uniform attention: "
       + ", ".join(f"{fmt(a, 3)} -> {fmt(u, 3)}" for a, u in zip(head_accs, uniform_accs)))
-guess = ex06.uniform_cosine(guess, probe_cos.mean().item())
+ex06.uniform_cosine(guess, probe_cos.mean().item())
 
 # %% tags=["remove-cell"]
 assert probe_cos.mean() < 0.6 and test_cos.mean() < 0.7 and unrelated < 0.25

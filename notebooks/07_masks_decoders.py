@@ -308,7 +308,7 @@ for name, r in results.items():
           f"{fmt(r['generated'], 4):>11}")
 print(f"{'(floor)':15} {fmt(floor, 3):>6}")
 on, off = results["with the mask"], results["without it"]
-guess = ex07.unmasked_generation(guess, off["generated"])
+ex07.unmasked_generation(guess, off["generated"])
 
 # %% tags=["remove-cell"]
 assert floor <= on["loss"] < floor + 0.02, "with the mask the loss sits just above the floor"
@@ -703,8 +703,8 @@ for name, r in table.items():
     print(f"{name:16} {fmt(r['log-prob'], 2):>13} {fmt(r['right'], 4):>13} "
           f"{fmt(r['distinct'], 2):>24}")
 cold, hot = table["temperature 0.1"], table["temperature 10"]
-guess_accuracy = ex07.temperature_accuracy(guess_accuracy, [cold["right"], hot["right"]])
-guess_distinct = ex07.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
+ex07.temperature_accuracy(guess_accuracy, [cold["right"], hot["right"]])
+ex07.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
 
 # %% tags=["remove-cell"]
 greedy_right = table["greedy"]["right"]

@@ -112,7 +112,7 @@ assert [short[0], short[2]] == [4 * 64**2 * D_MODEL, cost.layer_flops("attention
 assert flop_ratios == [16, 4, 8]
 
 # %%
-flop_guess = ex08.flop_ratios(flop_guess, flop_ratios)
+ex08.flop_ratios(flop_guess, flop_ratios)
 
 # %% [markdown]
 # The score part grew 16× (T²), the projections 4× (T), and the whole layer 8×, in between: at

@@ -220,7 +220,7 @@ assert ratio <= 0.5, "done when: the two-layer loss on repeated tokens is at mos
 assert r1["repeated"] > 2.5 and min(r1["random"], r2["random"]) > math.log(VOCAB)
 
 # %%
-guess_one = ex09.one_layer_loss(guess_one, results["1 layer"]["repeated"])
+ex09.one_layer_loss(guess_one, results["1 layer"]["repeated"])
 
 # %% [markdown]
 # One training run is one draw of first weights and batches. Two more of each model, with
@@ -514,7 +514,7 @@ assert prev_one.max() < 2 * level[0][0] and ind_one.max() < 3 * level[1][0]
 assert prev_2.max() < 2 * level[0][0] and ind_1.max() < 3 * level[1][0]
 
 # %%
-guess_layer = ex09.induction_layer(guess_layer, max(best, key=best.get))
+ex09.induction_layer(guess_layer, max(best, key=best.get))
 
 # %% [markdown]
 # One head of layer 1 reads the previous token, with more than three times the uniform level

@@ -266,7 +266,7 @@ scores = llama.measure(model, repeats)  # losses (4, 100); each score (30, 9)
 first_copy = scores["losses"][:, :50].mean().item()  # predicting tokens 1..50
 second_copy = scores["losses"][:, 51:].mean().item()  # predicting tokens 52..100
 print(f"loss on the first copy {fmt(first_copy, 2)} nats, on the second {fmt(second_copy, 2)}")
-guess = ex10.repeat_loss(guess, second_copy)
+ex10.repeat_loss(guess, second_copy)
 
 # %% tags=["remove-cell"]
 assert first_copy > 10.8 and second_copy < first_copy / 3

@@ -105,6 +105,12 @@ def need(*names: str) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fresh_predictions(monkeypatch):
+    """Each test starts as a fresh kernel does: no predict check has shown its measurement."""
+    monkeypatch.setattr(attnlab.exercises, "_predictions", {})
+
+
+@pytest.fixture(autouse=True)
 def short_time_limit(monkeypatch):
     """A student's function that never returns is stopped after 0.3 s instead of 2 s, to keep
     the exercise tests fast: the checks read `attnlab.exercises.TIME_LIMIT_S` when called."""

@@ -16,11 +16,12 @@ MEASURED = attnlab.scaled_dot_product_attention(K[:1], K, K)[1][0]  # (3,)  quer
 
 
 def test_predict_weights(capsys):
-    expect(capsys, ex01.predict_weights, [[0.45, 0.2, 0.35]], "✓",
-           "you predicted 0.450, 0.200, 0.350; measured 0.405, 0.246, 0.349. Even key 1", MEASURED)
-    # a hard lookup, and key 1 getting nothing: the lesson comes as the hint
-    expect(capsys, ex01.predict_weights, [[1.0, 0.0, 0.0], [0.6, 0.0, 0.4]], "✗",
-           "more than 0.1 apart). Hint: Even key 1", MEASURED)
+    expect(capsys, ex01.predict_weights, [[0.45, 0.2, 0.35]], "✎",
+           "you predicted 0.450, 0.200, 0.350; measured 0.405, 0.246, 0.349 (within 0.1). Even "
+           "key 1", MEASURED)
+    # a hard lookup, and key 1 getting nothing: no ✗, the gap and the lesson
+    expect(capsys, ex01.predict_weights, [[1.0, 0.0, 0.0]], "✎",
+           "(0.595 apart at most) (written after the measurement was shown). Even key 1", MEASURED)
 
 
 # --- implement attention -----------------------------------------------------------------------
@@ -99,14 +100,13 @@ W4 = attnlab.scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 0.0, 0.0]]), 
 
 
 def test_predict_winner(capsys):
-    answers = [3, 3.0, np.int64(3)]
-    assert expect(capsys, ex01.predict_winner, answers, "✓",
-                  "key 3 gets the largest weight ([0.205, 0.205, 0.251, 0.339])", W4) == [3] * 3
-    for answers, words in [
-        ([2], "key 3 gets the largest weight, not key 2"),  # direction only
-        ([4, 2.5, -1], "not a key number (0 to 3)"),
-    ]:
-        assert expect(capsys, ex01.predict_winner, answers, "✗", words, W4) == [3] * len(answers)
+    for answer in [3, 3.0, np.int64(3)]:
+        assert expect(capsys, ex01.predict_winner, [answer], "✎", "you predicted key 3; key 3 "
+                      "gets the largest weight ([0.205, 0.205, 0.251, 0.339]). q·k", W4) == [None]
+    expect(capsys, ex01.predict_winner, [2], "✎", "you predicted key 2; key 3 gets the largest "
+           "weight", W4)  # direction only
+    expect(capsys, ex01.predict_winner, [4, 2.5, -1], "○", "not a key number (0 to 3). Write one "
+           "key number", W4)
 
 
 # --- implement split_heads and merge_heads -------------------------------------------------------

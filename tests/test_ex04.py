@@ -13,19 +13,19 @@ from attnlab.train import RECIPE, fit_classifier, initial_model, task_reviews
 
 
 def test_contrast_without_positions(capsys):
-    expect(capsys, ex04.contrast_without_positions, [0.5, torch.tensor(0.52)], "✓",
-           "; measured 0.545. Each review and its twin", 0.545)
-    # "attention will figure it out", or half-way there
-    expect(capsys, ex04.contrast_without_positions, [1.0, 0.75], "✗",
-           "more than 0.05 apart). Hint: Each review and its twin", 0.545)
+    expect(capsys, ex04.contrast_without_positions, [0.5], "✎",
+           "; measured 0.545 (within 0.05). Each review and its twin", 0.545)
+    # "attention will figure it out"
+    expect(capsys, ex04.contrast_without_positions, [1.0], "✎",
+           "(0.455 apart) (written after the measurement was shown). Each review", 0.545)
 
 
 def test_sinusoidal_norm(capsys):
-    expect(capsys, ex04.sinusoidal_norm, [4, 4.02], "✓",
-           "; measured 4.00. Each (sin, cos) pair has length 1", 4.0)
-    # as if every entry were ±1; as if it were normalised
-    expect(capsys, ex04.sinusoidal_norm, [math.sqrt(32), 1.0], "✗",
-           "more than 0.05 apart). Hint: Each (sin, cos) pair", 4.0)
+    expect(capsys, ex04.sinusoidal_norm, [4, 4.02], "✎",
+           "; measured 4.00 (within 0.05)", 4.0)
+    # as if every entry were ±1
+    expect(capsys, ex04.sinusoidal_norm, [math.sqrt(32)], "✎", "(1.66 apart)", 4.0)
+
 
 
 # --- implement: one rotary pair ------------------------------------------------------------------
@@ -113,11 +113,13 @@ def test_the_check_trains_the_experiment_the_exercise_describes():
 # --- predict: which encodings survive twice the length -------------------------------------------
 
 def test_survivors(capsys):
-    expect(capsys, ex04.survivors, [{"rotary"}, ["rotary"], "rotary"], "✓",
+    expect(capsys, ex04.survivors, [{"rotary"}, ["rotary"], "rotary"], "✎",
            "you predicted {rotary}; measured {rotary}. A", {"rotary"})
+    expect(capsys, ex04.survivors, [{"rotary", "sinusoidal"}, set()], "✎",
+           "measured {rotary} (written after the measurement was shown). A rotary score",
+           {"rotary"})
     for answers, words in [
-        ([{"rotary", "sinusoidal"}, set()], "measured {rotary}. Hint: A rotary score"),
         ([{"rotary", "alibi"}], "'alibi' is not one of the encodings"),
         ([0.9], "expected a set of encoding names, got a float"),
     ]:
-        expect(capsys, ex04.survivors, answers, "✗", words, {"rotary"})
+        expect(capsys, ex04.survivors, answers, "○", words, {"rotary"})

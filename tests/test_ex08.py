@@ -15,12 +15,13 @@ attnlab.scaled_dot_product_attention(*torch.zeros(3, 1, 2, 2))
 
 def test_flop_ratios(capsys):
     measured = [16.0, 4.0, 8.0]  # what notebook 08 counts: score part, projections, whole layer
-    got = expect(capsys, ex08.flop_ratios, [[16, 4, 8], [15.5, 4, 8.5], torch.tensor(measured)],
-                 "✓", "; measured 16.0, 4.0, 8.0. Scores pair every query", measured)
-    assert got[2] == measured  # a tensor guess comes back as a list
-    # the whole layer as all score part; everything as the projections; T³
-    expect(capsys, ex08.flop_ratios, [[16, 4, 16], [4, 4, 4], [64, 4, 8]], "✗",
-           "more than 1 apart). Hint: Scores pair every query", measured)
+    got = expect(capsys, ex08.flop_ratios, [[16, 4, 8], torch.tensor(measured)], "✎",
+                 "; measured 16.0, 4.0, 8.0 (within 1). Scores pair every query", measured)
+    assert got == [None, None]
+    # the whole layer as all score part
+    expect(capsys, ex08.flop_ratios, [[16, 4, 16]], "✎", "(8.0 apart at most) (written after",
+           measured)
+
 
 
 # --- decode_step (implement) ----------------------------------------------------------------

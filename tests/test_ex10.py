@@ -25,8 +25,9 @@ def test_dequantize_a_block(capsys):
 
 
 def test_repeat_loss(capsys):
-    expect(capsys, ex10.repeat_loss, [3.0], "✓", "measured 3.40", 3.4)
-    assert expect(capsys, ex10.repeat_loss, [10.0], "✗", "more than 1.5 apart", 3.4)[0] == 3.4
+    expect(capsys, ex10.repeat_loss, [3.0], "✎", "measured 3.40 (within 1.5)", 3.4)
+    assert expect(capsys, ex10.repeat_loss, [10.0], "✎", "(6.60 apart)", 3.4) == [None]
+
 
 
 def test_heads_to_break_copy(capsys):

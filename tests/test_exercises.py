@@ -81,7 +81,13 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
         f"{name} is public but not registered: decorate it with @exercise(kind, args=...)"
     args = check.exercise.args()
     reference = check(..., *args)  # untouched: ○ and the reference
-    assert one_line(capsys)[0] == "○" and reference is not None
+    assert one_line(capsys)[0] == "○"
+    if check.exercise.kind == "predict":  # a guess it cannot read is no prediction yet: ○
+        assert reference is None
+        for answer, _, words in VALUE_ANSWERS:
+            assert expect(capsys, check, [answer], "○", words, *args) == [None], answer
+        return
+    assert reference is not None
     if check.exercise.kind == "implement":
         assert callable(reference)
         answers = implement_answers(reference)
@@ -164,13 +170,52 @@ def test_a_compare_that_cannot_read_a_result_leaves_it_to_the_plain_comparison(c
 def test_check_prediction_reads_a_list_of_numbers(capsys):
     measured = [0.405, 0.246, 0.349]
     for guess, mark, words in [
-        (np.array([0.4, 0.25, 0.35]), "✓", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
-        ([0.4, "a", 0.35], "✗", "each guess should be a number, got the string 'a'"),
+        (np.array([0.4, 0.25, 0.35]), "✎", "you predicted 0.400, 0.250, 0.350; measured 0.405"),
+        ([0.4, "a", 0.35], "○", "each guess should be a number, got the string 'a'"),
     ]:
-        got = check_prediction(guess, measured, name="weights", tolerance=0.05)
+        assert check_prediction(guess, measured, name="weights", tolerance=0.05) is None
         sign, line = one_line(capsys)
         assert sign == mark and words in line, (words, line)
-        assert got == ([0.4, 0.25, 0.35] if mark == "✓" else measured), words  # array -> list
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in exercises.checks().items()
+                                        if c.exercise.kind == "predict"))
+def test_a_prediction_is_never_judged_and_a_rerun_shows_what_it_showed(capsys, name):
+    """No ✓ or ✗ for a prediction; the guess stays the student's, so running the cell again
+    prints the same line; a guess first given after the measurement was shown says so."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    guess = _a_guess(capsys, check, args)
+    lines = []
+    for _ in range(2):
+        assert check(guess, *args) is None
+        lines.append(capsys.readouterr().out)
+    assert lines[0] == lines[1] and lines[0].startswith("✎ ") and "after the measurement" \
+        not in lines[0], lines
+    exercises._predictions.clear()  # a fresh kernel, this time run before the guess is written
+    check(..., *args)
+    check(guess, *args)
+    late = capsys.readouterr().out.splitlines()
+    assert late[0].startswith("○ ") and late[1].startswith("✎ ")
+    assert "(written after the measurement was shown)" in late[1], late
+    assert not [line for line in lines + late if line.startswith(("✓", "✗"))]
+
+
+def _a_guess(capsys, check, args):
+    """A guess the check can read (it prints ✎ for it), made from its example measurement as a
+    student would copy it: the value, its list, the winning key, or one of the two words."""
+    measured = args[0]
+    candidates = [measured, getattr(measured, "tolist", list)() if hasattr(measured, "tolist")
+                  else measured, "unscaled"]
+    if isinstance(measured, torch.Tensor) and measured.dim() == 1:
+        candidates.append(int(measured.argmax()))
+    for guess in candidates:
+        exercises._predictions.clear()
+        check(guess, *args)
+        if capsys.readouterr().out.startswith("✎ "):
+            exercises._predictions.clear()
+            return guess
+    raise AssertionError(f"no readable guess for {check.__name__} among {candidates}")
 
 
 def test_check_number_a_rule_that_breaks_is_a_cross_not_a_traceback(capsys):

@@ -187,10 +187,11 @@ def student_notebook(ipynb: Path):
 
 # ----------------------------------------------------------------------------- comparison
 
-CHECKED, NOT_ATTEMPTED = "✓ ", "○ "  # a check's line when right, and when not attempted
+CHECKED, NOT_ATTEMPTED = ("✓ ", "✎ "), "○ "  # a check's line when right or a prediction is
+#                                              given, and when not attempted
 IGNORE_OUTPUT = ("nbval-ignore-output", "nbval-skip")  # tags whose cells are not compared
 TEXT_PLAIN = "text/plain"
-UNMET = f"{NOT_ATTEMPTED}... (a ✓ line in the full edition)"
+UNMET = f"{NOT_ATTEMPTED}... (a ✓ or ✎ line in the full edition)"
 
 
 def text_lines(cell, sanitize: list[tuple[str, str]] = ()) -> list[str]:
@@ -222,16 +223,16 @@ def text_lines(cell, sanitize: list[tuple[str, str]] = ()) -> list[str]:
 
 
 def is_exercise(full_cell) -> bool:
-    """A cell in which the student's work shows: its full-edition output has a `✓ ` line, or its
-    source holds a solution region."""
+    """A cell in which the student's work shows: its full-edition output has a `✓ ` or `✎ `
+    line, or its source holds a solution region."""
     return has_solution(full_cell) or any(
         line.startswith(CHECKED) for line in text_lines(full_cell))
 
 
 def expected_lines(full: list[str], got: list[str], exercise: bool) -> list[str]:
     """The lines the student run must show: the full edition's; in an exercise cell, each `✓ `
-    line must be a `○ ` line of the student run at the same place (shown as `UNMET` where the
-    student run has none there)."""
+    or `✎ ` line must be a `○ ` line of the student run at the same place (shown as `UNMET`
+    where the student run has none there)."""
     if not exercise:
         return full
     return [(got[i] if i < len(got) and got[i].startswith(NOT_ATTEMPTED) else UNMET)

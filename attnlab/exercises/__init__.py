@@ -1,6 +1,7 @@
 """Exercise checks: instant, friendly, offline feedback for the notebooks' exercises.
 
-A check never raises. It prints one line and returns something the cells below can use:
+A check never raises. It prints one line. An *implement* or *explore* check returns something
+the cells below can use:
 
 - `✓ ...` the answer is right; the check returns the student's answer;
 - `✗ ...` not yet: what is wrong, and a hint that does not give the answer away; the check
@@ -8,12 +9,18 @@ A check never raises. It prints one line and returns something the cells below c
 - `○ ...` not attempted (the placeholder `...` is still there, or the function still returns
   None); the check returns the reference answer.
 
+A *predict* check (`prediction`) sets the guess beside the measurement and says why, with `✎`:
+a prediction is neither right nor wrong, so it never gets ✓ or ✗, and a guess first given
+after the measurement was shown says so. It returns None and leaves the guess as it was, so
+running the cell again prints the same line.
+
 One flow does this, `check_answer(answer, judge, ...)`: an untouched answer gets ○; otherwise
 `judge(answer)` says what is wrong (a string), or nothing (None: right), or gives a `Verdict`
 for more (the ✓ text and returned value, a ✗ with its own hint, a ○); a judge that raises or
 runs past its time limit gives ✗. Three checks build on it for the three kinds of exercise:
 `check_function` (*implement*: a few lines, compared with attnlab's version on inputs the check
-makes), `check_prediction` (*predict*: a guess written down before the cell that measures) and
+makes), `check_prediction` (*predict*: a number guessed before the cell that measures; it uses
+`prediction`, the flow of predictions, which has no ✓ or ✗) and
 `check_number` (*explore*: a number found by experimenting). The per-notebook modules
 (`attnlab.exercises.ex01`, ...) hold the questions' references and hints and call these.
 
@@ -38,7 +45,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -46,11 +53,13 @@ import torch
 from ..report import fmt
 
 RIGHT, WRONG, TODO = "✓", "✗", "○"
+PREDICTED = "✎"  # a prediction set beside its measurement: never right or wrong
 KINDS = ("implement", "predict", "explore")
 TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
 #                    time, so a test may set it lower (tests/conftest.py does)
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
+_predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown yet, and when
 
 
 class _TimeLimit(Exception):
@@ -335,43 +344,77 @@ def _numbers(guess, n: int) -> tuple[list[float] | None, str | None]:
     return values, None
 
 
-def check_prediction(guess, measured, *, name: str, tolerance: float, digits: int = 3,
-                     lesson: str = ""):
-    """A *predict* exercise: the guess written down before the cell that measured `measured`.
+def prediction(guess, *, name: str, read: Callable, describe: Callable[[object], str],
+               lesson: str, todo: str, write: str) -> None:
+    """The flow of every *predict* exercise: the guess written down before the measurement,
+    set beside it. A prediction is neither right nor wrong (what it teaches is the gap), so it
+    never gets ✓ or ✗.
 
-    `guess` and `measured` are numbers or equal-length sequences of numbers; a guess within
-    `tolerance` (absolute, per entry) is right. Either way the line shows both, since a wrong
-    prediction that is then explained is the point of the exercise. Returns the guess when
-    right (a tensor or array of guesses as a list), else the measured value.
+    `read(guess)` returns (value, None) or (None, what is wrong); `describe(value)` says "you
+    predicted ...; measured ...". Prints one line: ○ while there is no guess it can read
+    (`todo`, or what is wrong and `write`, what to write instead), else ✎ with the description
+    and the `lesson`, one sentence of why. A guess first given after this check had already
+    shown the measurement (the cell ran before, with no guess or another) is marked as written
+    after it. Returns None: the guess stays the student's, so running the cell again prints
+    the same line.
     """
+    state = _predictions.setdefault(name, _Shown())
+    value, problem = None, None
+    if not untouched(guess):
+        read_out, crash = call_safely(read, guess, seconds=5 * TIME_LIMIT_S,
+                                      who="reading your guess")
+        value, problem = (None, crash) if crash is not None else read_out
+    key = None if value is None else repr(value)
+    if not state.shown:  # this run shows the measurement for the first time
+        state.shown = True
+        if key is not None:
+            state.before.add(key)
+    if untouched(guess):
+        say(TODO, f"{name}: {todo}")
+    elif problem is not None:
+        say(TODO, f"{name}: {_sentence(problem)} {write}")
+    else:
+        late = "" if key in state.before else " (written after the measurement was shown)"
+        say(PREDICTED, f"{name}: {_sentence(describe(value) + late)} {lesson}".rstrip())
+    return None
+
+
+@dataclass
+class _Shown:
+    """What a predict check remembers in this kernel: whether it has shown its measurement, and
+    the guesses it was given before that."""
+    shown: bool = False
+    before: set = field(default_factory=set)
+
+
+def check_prediction(guess, measured, *, name: str, tolerance: float, digits: int = 3,
+                     lesson: str = "") -> None:
+    """A *predict* exercise on a number (or an equal-length list of numbers): `prediction` with
+    the guess and the measurement side by side, and how far apart they are (within `tolerance`,
+    absolute and per entry, reads as close)."""
     many = isinstance(measured, (Sequence, np.ndarray, torch.Tensor))
     values = measured.tolist() if hasattr(measured, "tolist") else measured
     measured_list = [float(m) for m in values] if many else [float(measured)]
 
-    def judge(guess):
+    def read(guess):
         if many:
-            guesses, problem = _numbers(guess, len(measured_list))
-        else:
-            value, problem = as_number(guess, "your guess")
-            guesses = [value]
-        if problem:
-            return Verdict.wrong(problem, f"write a list of {len(measured_list)} plain numbers, "
-                                          "one per measured value." if many
-                                 else "write a plain number such as 0.25.")
-        shown_guess = ", ".join(fmt(g, digits, guard=False) for g in guesses)
-        shown_measured = ", ".join(fmt(m, digits, guard=False) for m in measured_list)
-        if max(abs(g - m) for g, m in zip(guesses, measured_list)) <= tolerance:
-            value = guess.tolist() if isinstance(guess, (torch.Tensor, np.ndarray)) and many \
-                else guess
-            return Verdict.right(
-                f"you predicted {shown_guess}; measured {shown_measured}. {lesson}".rstrip(), value)
-        return f"you predicted {shown_guess}; measured {shown_measured} " \
-               f"(more than {tolerance:g} apart)"
+            return _numbers(guess, len(measured_list))
+        value, problem = as_number(guess, "your guess")
+        return (None, problem) if problem else ([value], None)
 
-    return check_answer(
-        guess, judge, name=name, reference=measured,
-        hint=lesson or "compare with the measurement and see why.",
-        todo="no prediction yet; write your guess in the cell above before running.")
+    def describe(guesses):
+        gap = max(abs(g - m) for g, m in zip(guesses, measured_list))
+        shown = ", ".join(fmt(g, digits, guard=False) for g in guesses)
+        truth = ", ".join(fmt(m, digits, guard=False) for m in measured_list)
+        how = f"within {tolerance:g}" if gap <= tolerance else \
+            f"{fmt(gap, digits, guard=False)} apart{' at most' if many else ''}"
+        return f"you predicted {shown}; measured {truth} ({how})"
+
+    return prediction(
+        guess, name=name, read=read, describe=describe, lesson=lesson,
+        todo="no prediction yet; write your guess in the cell above before running.",
+        write=(f"Write a list of {len(measured_list)} plain numbers, one per measured value."
+               if many else "Write a plain number such as 0.25."))
 
 
 def check_number(answer, is_right: Callable[[float], bool], *, name: str, expected: str,

@@ -31,6 +31,7 @@ from . import (
     check_function,
     check_prediction,
     exercise,
+    prediction,
     tensor_problem,
 )
 
@@ -126,24 +127,21 @@ def predict_winner(guess, weights: torch.Tensor):
     (notebook 01: q = [1, 1, 0, 0] and a fourth key, [2, 0, 0, 0])."""
     measured = int(weights.argmax())
     shown = "[" + ", ".join(fmt(x, 3, guard=False) for x in weights.tolist()) + "]"
-    lesson = ("q·k = |q| |k| cos θ: the agreement of the directions times both lengths, so a long "
-              "key can beat one that points the query's way better.")
 
-    def judge(guess):
+    def read(guess):
         value, problem = as_number(guess, "your guess")
         if problem is None and (value != int(value) or not 0 <= value < len(weights)):
             problem = f"your guess is {fmt(value, 4, guard=False)}, not a key number"
-        if problem:
-            return Verdict.wrong(f"{problem} (0 to {len(weights) - 1})",
-                                 "write one key number, such as 2.")
-        if int(value) == measured:
-            return Verdict.right(f"key {measured} gets the largest weight ({shown}). {lesson}",
-                                 value=measured)
-        return f"key {measured} gets the largest weight, not key {int(value)} ({shown})"
+        return (None, f"{problem} (0 to {len(weights) - 1})") if problem else (int(value), None)
 
-    return check_answer(guess, judge, name="which key wins?", reference=measured, hint=lesson,
-                        todo="no prediction yet; write a key number in the cell above before "
-                             "running.")
+    return prediction(
+        guess, name="which key wins?", read=read,
+        describe=lambda key: f"you predicted key {key}; key {measured} gets the largest weight "
+                             f"({shown})",
+        lesson="q·k = |q| |k| cos θ: the agreement of the directions times both lengths, so a "
+               "long key can beat one that points the query's way better.",
+        todo="no prediction yet; write a key number in the cell above before running.",
+        write="Write one key number, such as 2.")
 
 
 # --- split and merge heads ----------------------------------------------------------------------

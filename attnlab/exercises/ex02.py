@@ -32,6 +32,7 @@ from . import (
     check_function,
     check_prediction,
     exercise,
+    prediction,
     tensor_problem,
 )
 
@@ -209,19 +210,19 @@ def folded_spread(guess, spreads: dict[str, Sequence[float]]):
               "times the gradient, would move it 64 times faster), and so do the scores it "
               "makes.")
 
-    def judge(guess):
-        if not isinstance(guess, str) or guess.strip().lower() not in CHOICES:
-            return Verdict.wrong(f"write \"scaled\" or \"unscaled\", got {_kind(guess)}",
-                                 "one of the two words, in quotes.")
-        shown = "; ".join(f"{name} " + ", ".join(fmt(v, 2, guard=False) for v in values)
-                          for name, values in spreads.items())
-        if guess.strip().lower() == measured:
-            return Verdict.right(f"the folded model's scores end up like the {measured} "
-                                 f"model's (spreads after training: {shown}). {lesson}")
-        return f"the folded model's scores end up like the {measured} model's (spreads after " \
-               f"training: {shown})"
+    shown = "; ".join(f"{name} " + ", ".join(fmt(v, 2, guard=False) for v in values)
+                      for name, values in spreads.items())
 
-    return check_answer(guess, judge, name="the folded model's spread",
-                        reference=measured, hint=lesson,
-                        todo="no prediction yet; write \"scaled\" or \"unscaled\" in the cell "
-                             "above before running.")
+    def read(guess):
+        if not isinstance(guess, str) or guess.strip().lower() not in CHOICES:
+            return None, f"write \"scaled\" or \"unscaled\", got {_kind(guess)}"
+        return guess.strip().lower(), None
+
+    return prediction(
+        guess, name="the folded model's spread", read=read,
+        describe=lambda said: f"you predicted {said}; the folded model's scores end up like the "
+                              f"{measured} model's (spreads after training: {shown})",
+        lesson=lesson,
+        todo="no prediction yet; write \"scaled\" or \"unscaled\" in the cell above before "
+             "running.",
+        write="One of the two words, in quotes.")

@@ -22,6 +22,7 @@ from . import (
     check_function,
     check_prediction,
     exercise,
+    prediction,
     result_problem,
 )
 
@@ -185,18 +186,15 @@ def survivors(guess, measured):
     least 0.9 in every run) at the positions past the training length."""
     measured = set(measured)
 
-    def judge(guess):
+    def read(guess):
         names, problem = _names(guess)
-        if problem:
-            return Verdict.wrong(problem, f"write a set of names from {ENCODINGS}, such as "
-                                          "{'learned', 'none'}, or set() for none of them.")
-        said = f"you predicted {{{', '.join(sorted(names))}}}; measured " \
-               f"{{{', '.join(sorted(measured))}}}"
-        if names == measured:
-            return Verdict.right(f"{said}. {SURVIVORS_LESSON}")
-        return said
+        return (None, problem) if problem else (frozenset(names), None)
 
-    return check_answer(guess, judge, name="which encodings survive twice the length",
-                        reference=measured, hint=SURVIVORS_LESSON,
-                        todo="no prediction yet; write your guess in the cell above before "
-                             "running.")
+    return prediction(
+        guess, name="which encodings survive twice the length", read=read,
+        describe=lambda names: f"you predicted {{{', '.join(sorted(names))}}}; measured "
+                               f"{{{', '.join(sorted(measured))}}}",
+        lesson=SURVIVORS_LESSON,
+        todo="no prediction yet; write your guess in the cell above before running.",
+        write=f"Write a set of names from {ENCODINGS}, such as {{'learned', 'none'}}, or set() "
+              "for none of them.")
