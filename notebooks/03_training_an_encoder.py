@@ -651,9 +651,9 @@ curves = {name: [six_epochs(norm, warmup, seed) for seed in (0, 1)]
 
 # %%
 def verdict(curve):
-    """What a run did, in words that do not hang on a last digit (training at this learning
-    rate is chaotic: the exact accuracies differ from one CPU to another). A run that reached
-    0.75 "fell back" if some later epoch lies more than 0.1 below its best so far."""
+    """What a run did, in words that do not hang on a last digit (at this learning rate the
+    exact accuracies change with the smallest change to the numbers). A run that reached 0.75
+    "fell back" if some later epoch lies more than 0.1 below its best so far."""
     if max(curve) < 0.6:
         return "at chance"
     if max(curve) < 0.75:

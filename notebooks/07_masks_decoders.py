@@ -20,8 +20,8 @@
 # ## What you will learn
 #
 # - the causal mask, and one mask for padding and the future together, built yourself;
-# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask: a
-#   model that looks perfect while it trains yet cannot write, measured;
+# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask:
+#   a model trained without it, measured while it trains and when it writes;
 # - whether the decoder needs its attention, where it looks, and the token it "rests" on,
 #   tested as notebook 06 tested MiniLM's `[CLS]`;
 # - greedy decoding, beam search and sampling (temperature, top-k, top-p), compared by the
