@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from conftest import TINY_PNG
 
-from attnlab.classroom import figures, runner, series, site
+from attnlab.classroom import figures, runner, series, site, student
 
 HEADER = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n"
           "#     language: python\n#     name: python3\n# ---\n\n")
@@ -89,3 +89,26 @@ def test_text_chunks_are_added_once_and_read_back():
     assert twice.count(figures.KEY.encode()) == 1  # replaced, not added again
     with pytest.raises(ValueError, match="not a PNG"):
         figures.text_chunks(b"GIF89a")
+
+
+def test_the_tools_take_a_notebooks_folder_and_refuse_one_without_notebooks(
+        tmp_path, monkeypatch, capsys):
+    """An installed attnlab has no checkout: the tools read the folder they are given, or the
+    current directory, and a folder with no notebook is an error, not an empty success."""
+    monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path / "no checkout here")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for tool in (runner.main, student.main, site.main):
+        args = ["slides"] if tool is site.main else []
+        with pytest.raises(SystemExit, match=r"no notebooks \(NN_name.ipynb or NN_name.py\) in "
+                                             r".*empty: pass --notebooks DIR"):
+            tool([*args, "--notebooks", str(empty)])
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "01_ok.py").write_text(HEADER + "# %%\nprint(6 * 7)\n")
+    monkeypatch.chdir(course)  # no --notebooks: the current directory
+    assert runner.main(["--inplace"]) == 0
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()]
+    assert ["01_ok.ipynb", "ok"] in rows
+    assert student.main(["--notebooks", str(course)]) == 0
+    assert (course / "student" / "01_ok.ipynb").exists()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from . import site
+from . import series, site
 from .figures import KEY as FONT_KEY
 from .series import notebook_paths
 
@@ -220,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where the decks go (default build/slides)")
     parser.add_argument("--screenshots", type=Path, metavar="DIR",
                         help="save a PNG of each slide that does not fit into DIR")
+    series.add_argument(parser)
     args = parser.parse_args(argv)
     try:
-        decks = site.build("slides", notebook_paths(args.names), args.out)
+        decks = site.build("slides", notebook_paths(args.names, args.notebooks), args.out)
         seen, overflowing, figures = measure(decks, screenshots=args.screenshots)
     except (RuntimeError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

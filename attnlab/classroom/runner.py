@@ -19,7 +19,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from . import figures, site
+from . import figures, series, site
 from .series import KERNELSPEC, notebook_paths
 
 # The kernel listens on localhost only; its log level keeps its "running over TCP without
@@ -97,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--html", metavar="DIR", type=Path,
                         help="write the executed notebooks as the site's pages into DIR")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    series.add_argument(parser)
     args = parser.parse_args(argv)
 
     rows, executed = [], {}
-    for ipynb in notebook_paths(args.names):
+    for ipynb in notebook_paths(args.names, args.notebooks):
         print(f"running {ipynb.name} ...", flush=True)
         nb, seconds, error = execute(ipynb, args.timeout)
         if error is None:

@@ -35,6 +35,7 @@ from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.filters import markdown2html
 
 from .series import NOTEBOOK_DIR, notebook_paths
+from .series import add_argument as add_notebooks_argument
 from .student import MARKER, predict_guess_cells, strip_solutions, without_removed_cells
 
 REPO = NOTEBOOK_DIR.parent
@@ -436,9 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
     parser.add_argument("--out", type=Path,
                         help="output folder (default build/site or build/slides)")
+    add_notebooks_argument(parser)
     args = parser.parse_args(argv)
     try:
-        pages = build(args.kind, notebook_paths(args.names), args.out)
+        pages = build(args.kind, notebook_paths(args.names, args.notebooks), args.out)
     except (RuntimeError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -281,19 +282,21 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
+    series.add_argument(parser)
     args = parser.parse_args(argv)
 
-    stems = series.notebook_stems(args.names)
+    folder = series.notebook_dir(args.notebooks)
+    out = STUDENT_DIR if folder == series.NOTEBOOK_DIR else folder / "student"
+    stems = series.notebook_stems(args.names, folder)
     try:  # every notebook is checked before anything is written
-        notebooks = {stem: student_notebook(series.NOTEBOOK_DIR / f"{stem}.ipynb")
-                     for stem in stems}
+        notebooks = {stem: student_notebook(folder / f"{stem}.ipynb") for stem in stems}
     except (SolutionMarkerError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    STUDENT_DIR.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     for stem, nb in notebooks.items():
-        nbformat.write(nb, STUDENT_DIR / f"{stem}.ipynb")
-        print(f"wrote notebooks/student/{stem}.ipynb")
+        nbformat.write(nb, out / f"{stem}.ipynb")
+        print(f"wrote {os.path.relpath(out / f'{stem}.ipynb')}")
     return 0
 
 
