@@ -296,3 +296,22 @@ def test_no_student_edition_shows_what_a_student_should_not_see_first():
     found = {ipynb.name: leaks(ipynb) for ipynb in COMMITTED}
     assert COMMITTED and not any(found.values()), "\n".join(
         f"{name}: " + "; ".join(what) for name, what in found.items() if what)
+
+
+def test_a_release_is_the_student_edition_alone_and_overwrites_no_ones_work(tmp_path):
+    course = tmp_path / "course"
+    (course / ".git").mkdir(parents=True)  # a previous release, published from a git repository
+    (course / "01_old_name.ipynb").write_text("{}")
+    written = student.release(course)
+    released = sorted(course.glob("[0-9][0-9]_*.ipynb"))
+    assert [p.name for p in written[:-1]] == [p.name for p in series.notebook_paths()]
+    found = {p.name: leaks(p) for p in released}  # the old name is gone
+    assert len(found) == len(COMMITTED) and not any(found.values()), found
+    assert "✎ your prediction" in (course / "README.md").read_text()
+    (course / "my_answers.ipynb").write_text("{}")  # a student's own work: never overwritten
+    before = {p.name: p.stat().st_mtime_ns for p in course.iterdir()}
+    with pytest.raises(FileExistsError, match=r"my_answers.ipynb\); release into a new"):
+        student.release(course)
+    assert {p.name: p.stat().st_mtime_ns for p in course.iterdir()} == before
+    with pytest.raises(ValueError, match="the series' own notebooks folder"):
+        student.release(ROOT / "notebooks" / "student")

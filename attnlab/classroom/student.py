@@ -277,14 +277,72 @@ def first_line(cell) -> str:
     return next((line for line in cell.source.split("\n") if line.strip()), "")
 
 
+
+RELEASE_README = """# {title}
+
+The student edition of the attnlab series: one notebook per lesson, in order, without the
+solutions and without stored outputs (you predict before you see). Open a notebook, run its
+cells from the top, and write your answers where a cell says `# your code here`; each check
+answers with one line (✓ right, ✗ not yet, ○ not attempted, ✎ your prediction beside the
+measurement).
+
+The notebooks need the `attnlab` package and its assets, which the course's image (JupyterHub,
+Binder) already has; on your own machine, `make lab` in a clone of the repository sets them up.
+"""
+RELEASE_KEEP = {".git", ".gitignore", "README.md"}  # a published tree's files besides notebooks
+
+
+def release(out: Path, folder: Path | None = None) -> list[Path]:
+    """Write the student-only tree an instructor publishes (for nbgitpuller, say) into `out`:
+    every notebook's student edition, made fresh from the full edition, and a README.
+
+    `out` may be new, empty, or a previous release (its git files are kept, its notebooks
+    replaced, one no longer in the series removed); anything else in it stops the release
+    before a file is written, so no one's work is overwritten. Returns the paths written."""
+    folder = series.notebook_dir(folder)
+    out = Path(out)
+    if out.resolve() in {folder.resolve(), (folder / "student").resolve()}:
+        raise ValueError(f"{out} is the series' own notebooks folder; release into another one")
+    stems = series.notebook_stems(None, folder)
+    notebooks = {stem: student_notebook(folder / f"{stem}.ipynb") for stem in stems}
+    if out.exists():
+        ours = {f"{stem}.ipynb" for stem in stems} | RELEASE_KEEP
+        foreign = sorted(p.name for p in out.iterdir()
+                         if p.name not in ours and not re.fullmatch(r"\d\d_\w+\.ipynb", p.name))
+        if foreign:
+            raise FileExistsError(
+                f"{out} holds files that are not a release's ({', '.join(foreign[:5])}"
+                f"{' ...' if len(foreign) > 5 else ''}); release into a new or empty folder, or "
+                f"a previous release")
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("[0-9][0-9]_*.ipynb"):  # a previous release's notebook renamed since
+        if stale.stem not in notebooks:
+            stale.unlink()
+    written = []
+    for stem, nb in notebooks.items():
+        nbformat.write(nb, out / f"{stem}.ipynb")
+        written.append(out / f"{stem}.ipynb")
+    (out / "README.md").write_text(RELEASE_README.format(title="attnlab: the student edition"))
+    return [*written, out / "README.md"]
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.student",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="notebook names or NN prefixes (default: all)")
     series.add_argument(parser)
+    parser.add_argument("--release", metavar="DIR", type=Path,
+                        help="write the student-only tree for students to pull into DIR")
     args = parser.parse_args(argv)
 
+    if args.release is not None:
+        try:
+            written = release(args.release, args.notebooks)
+        except (SolutionMarkerError, FileNotFoundError, FileExistsError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {len(written) - 1} student notebooks and a README into {args.release}")
+        return 0
     folder = series.notebook_dir(args.notebooks)
     out = STUDENT_DIR if folder == series.NOTEBOOK_DIR else folder / "student"
     stems = series.notebook_stems(args.names, folder)
