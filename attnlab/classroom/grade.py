@@ -1,0 +1,187 @@
+"""Grade submitted student notebooks by what their checks print (`make grade SUBMISSIONS=dir`).
+
+Every check of the series prints one line that starts with its mark: `✓` right, `✗` not yet,
+`○` not attempted, `✎` a prediction given (see `attnlab.exercises`). A submission is graded by
+executing it and reading those lines, so a blank notebook earns nothing (every check says ○)
+and no grade depends on a stored output a student could edit.
+
+Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
+holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
+memory, deletes the files around it or is not a notebook at all costs its own row and nothing
+else. The result is a CSV, one row per check line (student, notebook, exercise, mark,
+prediction given) and one row per submission that could not run, and a summary per student.
+
+    python -m attnlab.classroom.grade SUBMISSIONS [--out grades.csv] [--timeout 900] [--memory-gb 6]
+
+SUBMISSIONS holds `student/NN_name.ipynb` files (one folder per student) or `student.ipynb`.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from .runner import KERNEL_ARGUMENTS
+from .series import KERNELSPEC
+from .student import text_lines
+
+MARKS = {"✓": "right", "✗": "not yet", "○": "not attempted", "✎": "prediction given"}
+FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "status")
+
+
+def check_lines(nb) -> list[tuple[str, str]]:
+    """(mark, exercise name) of every check line in an executed notebook's outputs, in order.
+    A check line is `<mark> <name>: <message>`; other printed lines are not checks."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for line in text_lines(cell):
+            mark, _, rest = line.partition(" ")
+            if mark in MARKS and ": " in rest:
+                found.append((mark, rest.split(": ", 1)[0]))
+    return found
+
+
+def run_one(path: Path, timeout: int) -> dict:
+    """Execute one submission in a fresh kernel in a temporary folder of its own; returns
+    {"status": ..., "checks": [(mark, exercise), ...]}. Runs inside the limited process."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError) as e:
+        return {"status": f"not a notebook: {type(e).__name__}", "checks": []}
+    except Exception as e:  # noqa: BLE001 - a malformed file is the student's row, not a crash
+        return {"status": f"not a notebook: {type(e).__name__}: {e}"[:200], "checks": []}
+    nb.metadata["kernelspec"] = KERNELSPEC  # whatever kernel it names, ours runs it
+    with tempfile.TemporaryDirectory(prefix="attnlab-grade-", ignore_cleanup_errors=True) as folder:
+        shutil.copy(path, Path(folder) / path.name)
+        client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+                                extra_arguments=KERNEL_ARGUMENTS,
+                                resources={"metadata": {"path": folder}})
+        try:
+            client.execute()
+            status = "ok"
+        except Exception as e:  # noqa: BLE001 - a dead kernel or a cell past its time limit
+            status = f"stopped: {type(e).__name__}"
+    errors = sum(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
+    if status == "ok" and errors:
+        status = f"ok, {errors} cell{'s' if errors != 1 else ''} raised"
+    return {"status": status, "checks": check_lines(nb)}
+
+
+def _limit_memory(gigabytes: float):
+    def limit():
+        size = int(gigabytes * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))  # the kernel inherits it
+        os.setsid()  # its own process group, so a time-out stops the kernel too
+    return limit
+
+
+def grade_one(path: Path, timeout: int, memory_gb: float) -> dict:
+    """`run_one` in a child process (its own process group, with the memory limit), stopped
+    with its kernel after `timeout` seconds in all plus a minute for starting."""
+    command = [sys.executable, "-m", __name__, "--one", str(path), "--timeout", str(timeout)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_limit_memory(memory_gb))
+    try:
+        stdout, stderr = child.communicate(timeout=timeout + 60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # the child and the kernel it started
+        child.communicate()
+        return {"status": f"stopped: ran past {timeout + 60} s", "checks": []}
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if child.returncode != 0 or not lines:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"status": f"stopped: {last}"[:200], "checks": []}
+    return json.loads(lines[-1])
+
+
+def submissions(folder: Path) -> list[tuple[str, Path]]:
+    """(student, path) of every .ipynb under `folder`: `student/NN_name.ipynb` or
+    `student.ipynb`, in order."""
+    found = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        relative = path.relative_to(folder)
+        found.append((relative.parts[0] if len(relative.parts) > 1 else path.stem, path))
+    return found
+
+
+def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0) -> list[dict]:
+    """Grade every submission under `folder` into the CSV `out`; returns its rows."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder of submissions")
+    found = submissions(folder)
+    if not found:
+        raise FileNotFoundError(f"{folder} holds no .ipynb submission")
+    rows = []
+    for student, path in found:
+        print(f"grading {path.relative_to(folder)} ...", flush=True)
+        result = grade_one(path, timeout, memory_gb)
+        base = {"student": student, "notebook": path.name, "status": result["status"]}
+        if not result["checks"]:
+            rows.append({**base, "exercise": "", "mark": "", "meaning": ""})
+        for mark, exercise in result["checks"]:
+            rows.append({**base, "exercise": exercise, "mark": mark, "meaning": MARKS[mark]})
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    """One line per student and notebook: right answers, predictions given, checks, status."""
+    lines = [f"{'student':<16} {'notebook':<34} {'✓':>3} {'✎':>3} {'checks':>6}  status"]
+    seen: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        seen.setdefault((row["student"], row["notebook"]), []).append(row)
+    for (student, notebook), group in seen.items():
+        marks = [r["mark"] for r in group if r["mark"]]
+        lines.append(f"{student:<16} {notebook:<34} {marks.count('✓'):>3} {marks.count('✎'):>3} "
+                     f"{len(marks):>6}  {group[0]['status']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.grade",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("submissions", nargs="?", type=Path, help="the folder of submissions")
+    parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV written")
+    parser.add_argument("--timeout", type=int, default=900,
+                        help="seconds a submission may run (default 900)")
+    parser.add_argument("--memory-gb", type=float, default=6.0,
+                        help="memory a submission may take (default 6)")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child process
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        print(json.dumps(run_one(args.one, args.timeout)))
+        return 0
+    if args.submissions is None:
+        parser.error("give the folder of submissions: make grade SUBMISSIONS=dir")
+    try:
+        rows = grade(args.submissions, args.out, args.timeout, args.memory_gb)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(summary(rows))
+    print(f"\n{len(rows)} rows written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
