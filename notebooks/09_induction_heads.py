@@ -244,15 +244,18 @@ for s, (first, last, lowest_one, loss_two, loss_one) in replicated.items():
 
 # %% tags=["remove-cell"]
 for first, last, lowest_one, loss_two, loss_one in replicated.values():
-    assert first is not None and last is not None and last - first <= 100, "abrupt, every seed"
+    assert first is not None and (last is None or last - first <= 100), "abrupt, every seed"
     assert loss_two <= 0.5 * loss_one, "every seed copies"
     assert lowest_one > HIGH and loss_one > 2.5, "no one-layer model gets below 2.5"
 assert max(v[0] for v in replicated.values()) - min(v[0] for v in replicated.values()) >= 20
+assert sum(v[1] is not None for v in replicated.values()) >= 2, "most complete it in 500 steps"
 
 # %% [markdown]
-# Every seed makes the drop, within a hundred steps, and ends below half the one-layer model's
-# loss; no one-layer model's loss on repeated tokens, averaged over 25 steps, ever gets below
-# 2.5 nats. *When* the drop comes moves by tens of steps from seed to seed.
+# Every seed starts the drop, and ends below half the one-layer model's loss; where the drop
+# is complete within the 500 steps (in most seeds; a "-" marks one that reached 2.5 nats but
+# not 1.5), it took a hundred steps or less. No one-layer model's loss on repeated tokens,
+# averaged over 25 steps, ever gets below 2.5 nats. *When* the drop comes moves by tens of
+# steps from seed to seed.
 
 # %% [markdown]
 # For their first steps the two models learn the same thing: their curves lie on top of each
@@ -677,7 +680,7 @@ assert long_on_short < short_on_short - 0.1, "the procedure carries over to shor
 #
 # - A two-layer model made of attention only learns to copy from its context, abruptly: after
 #   a plateau its loss on repeated tokens falls from 2.5 to 1.5 nats within a hundred steps,
-#   in every seed, at another step in each. A one-layer model, trained the same way, never gets
+#   at another step in each seed (one that starts late may not finish in 500 steps). A one-layer model, trained the same way, never gets
 #   below 2.5: it only bets on the tokens it has seen. With the distance between the copies
 #   fixed, one layer copies too, by position alone; that is why the task varies it.
 # - The model needs its attention (uniform weights: above 3 nats), and the drop is when its
