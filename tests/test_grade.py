@@ -1,6 +1,8 @@
 """`make grade`: submissions executed one by one, each in its own process, fresh kernel and
 temporary folder, graded by the lines their checks print; a hostile one costs only its row."""
 import csv
+import subprocess
+import sys
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
@@ -45,3 +47,15 @@ def test_a_class_is_graded_by_its_checks_and_a_hostile_submission_costs_its_own_
     assert by["fay"] == [("", "", "not a notebook: NotJSONError")]
     assert (subs / "ed" / "03_training_an_encoder.ipynb").exists()  # the submission is kept
     assert "ada" in grade.summary(rows)
+
+
+def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "gil.ipynb").write_text("{ not json")
+    out = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade", str(tmp_path / "subs"),
+                          "--out", str(tmp_path / "g.csv")], capture_output=True, text=True,
+                         check=True).stdout
+    assert "not a notebook: NotJSONError" in out and (tmp_path / "g.csv").exists()
+    missing = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade",
+                              str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert missing.returncode == 1 and "is not a folder of submissions" in missing.stderr

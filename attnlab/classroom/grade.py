@@ -91,7 +91,8 @@ def _limit_memory(gigabytes: float):
 def grade_one(path: Path, timeout: int, memory_gb: float) -> dict:
     """`run_one` in a child process (its own process group, with the memory limit), stopped
     with its kernel after `timeout` seconds in all plus a minute for starting."""
-    command = [sys.executable, "-m", __name__, "--one", str(path), "--timeout", str(timeout)]
+    command = [sys.executable, "-m", f"{__package__}.grade", "--one", str(path),  # also when
+               "--timeout", str(timeout)]                                      # run as __main__
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              preexec_fn=_limit_memory(memory_gb))
     try:
