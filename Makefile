@@ -27,7 +27,7 @@ PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
 
-.PHONY: setup dev run replicate test test-portable lint lab notebooks student release grade sync fetch doctor vendor \
+.PHONY: setup dev run replicate test test-portable lint lab notebooks student release colab grade sync fetch doctor vendor \
 	slides html bench clean lock app space
 
 setup: $(STAMP)     ## .venv with the students' lock (requirements.txt) and attnlab
@@ -78,6 +78,9 @@ student: setup      ## the student edition: notebooks/student/ from the full one
 release: setup      ## the student-only tree (no solutions, no outputs) for students to pull: make release DIR=../course
 	@test -n "$(DIR)" || { echo "usage: make release DIR=folder (new, empty, or a previous release)"; exit 2; }
 	$(BIN)/python -m attnlab.classroom.student --release $(DIR)
+
+colab: setup        ## Colab-ready student notebooks into build/colab: make colab SOURCE=git+https://github.com/you/attnlab
+	$(BIN)/python -m attnlab.classroom.student --colab build/colab --source "$(SOURCE)" $(NB)
 
 grade: setup        ## grade submitted notebooks by their checks into grades.csv: make grade SUBMISSIONS=dir
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir (student/NN_name.ipynb files)"; exit 2; }

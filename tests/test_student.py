@@ -315,3 +315,17 @@ def test_a_release_is_the_student_edition_alone_and_overwrites_no_ones_work(tmp_
     assert {p.name: p.stat().st_mtime_ns for p in course.iterdir()} == before
     with pytest.raises(ValueError, match="the series' own notebooks folder"):
         student.release(ROOT / "notebooks" / "student")
+
+
+def test_a_colab_notebook_installs_where_attnlab_is_missing_and_does_nothing_here(tmp_path):
+    code = student.main(["01", "--colab", str(tmp_path), "--source", "git+https://example.org/a"])
+    assert code == 0
+    colab = nbformat.read(tmp_path / "01_attention_by_hand.ipynb", as_version=4)
+    plain = student.student_notebook(ROOT / "notebooks" / "01_attention_by_hand.ipynb")
+    install = colab.cells[0].source
+    assert "'git+https://example.org/a'" in install and "attnlab\", \"fetch\"" in install
+    assert [c.source for c in colab.cells[1:]] == [c.source for c in plain.cells]
+    here = subprocess.run([sys.executable, "-c", install], capture_output=True, text=True,
+                          check=True)
+    assert here.stdout == "attnlab is installed: nothing to do\n"  # CI runs it unchanged
+    assert student.main(["01", "--colab", str(tmp_path / "x")]) == 1  # no --source: refused

@@ -325,6 +325,31 @@ def release(out: Path, folder: Path | None = None) -> list[Path]:
     (out / "README.md").write_text(RELEASE_README.format(title="attnlab: the student edition"))
     return [*written, out / "README.md"]
 
+
+COLAB_CELL = """# Google Colab: install what this notebook needs, once a session (a minute or two).
+# Where attnlab is installed already (your own machine, the course's JupyterHub) it does nothing.
+import importlib.util, subprocess, sys
+if importlib.util.find_spec("attnlab") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", {source!r}], check=True)
+    subprocess.run([sys.executable, "-m", "attnlab", "fetch"], check=True)  # models and data
+else:
+    print("attnlab is installed: nothing to do")"""
+
+
+def colab_notebook(ipynb: Path, source: str):
+    """The student edition of `ipynb` with a first cell that installs attnlab from `source`
+    (a pip requirement: a git URL, a wheel's URL, a PyPI name) and fetches its assets where
+    attnlab is missing, as on Colab, and does nothing where it is present."""
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("give the source students install attnlab from, e.g. "
+                         "SOURCE=git+https://github.com/you/attnlab (a git URL, a wheel's URL or "
+                         "a package name)")
+    nb = student_notebook(ipynb)
+    cell = nbformat.v4.new_code_cell(COLAB_CELL.format(source=source.strip()))
+    cell.id = "colab-install"
+    nb.cells.insert(0, cell)
+    return nb
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.classroom.student",
                                      description=__doc__,
@@ -333,7 +358,24 @@ def main(argv: list[str] | None = None) -> int:
     series.add_argument(parser)
     parser.add_argument("--release", metavar="DIR", type=Path,
                         help="write the student-only tree for students to pull into DIR")
+    parser.add_argument("--colab", metavar="DIR", type=Path,
+                        help="write Colab-ready student notebooks into DIR (with --source)")
+    parser.add_argument("--source", help="where Colab installs attnlab from (a pip requirement)")
     args = parser.parse_args(argv)
+
+    if args.colab is not None:
+        folder = series.notebook_dir(args.notebooks)
+        try:
+            notebooks = {stem: colab_notebook(folder / f"{stem}.ipynb", args.source)
+                         for stem in series.notebook_stems(args.names, folder)}
+        except (SolutionMarkerError, FileNotFoundError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        args.colab.mkdir(parents=True, exist_ok=True)
+        for stem, nb in notebooks.items():
+            nbformat.write(nb, args.colab / f"{stem}.ipynb")
+        print(f"wrote {len(notebooks)} Colab notebooks into {args.colab}")
+        return 0
 
     if args.release is not None:
         try:
