@@ -33,6 +33,11 @@ def placeholder(*args):
     ...  # your code here
 
 
+def forgot_return(*args):
+    """Written, but without a `return`."""
+    result = args[0] if args else None  # noqa: F841 - the mistake: computed, never returned
+
+
 def one_line(capsys) -> tuple[str, str]:
     """(mark, line) of the one feedback line a check printed; fails unless exactly one."""
     lines = capsys.readouterr().out.splitlines()

@@ -12,7 +12,14 @@ import signal
 import numpy as np
 import pytest
 import torch
-from exercise_doubles import expect, loops_forever, one_line, placeholder, raises
+from exercise_doubles import (
+    expect,
+    forgot_return,
+    loops_forever,
+    one_line,
+    placeholder,
+    raises,
+)
 
 from attnlab import exercises
 from attnlab.exercises import (
@@ -43,6 +50,7 @@ def implement_answers(reference):
         (None, "○", "not attempted"),
         (..., "○", "not attempted"),
         (placeholder, "○", "returns None"),
+        (forgot_return, "✗", "your function runs but returns None. Hint: a function hands back"),
         ("my_function", "✗", "expected a function, got the string 'my_function'"),
         (42, "✗", "expected a function, got an int"),
         (raises, "✗", "raised ZeroDivisionError: oops"),

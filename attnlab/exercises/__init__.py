@@ -35,6 +35,7 @@ CPU.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import math
@@ -42,6 +43,7 @@ import numbers
 import pkgutil
 import re
 import signal
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -293,8 +295,7 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
         for i, args in enumerate(inputs):
             got, problem = call_safely(fn, *args, seconds=seconds)
             if problem is None and got is None and i == 0:
-                return Verdict.todo("not attempted yet (your function returns None); "
-                                    "replace the `...` and run the cell again.")
+                return none_returned(fn)
             if problem is None:
                 expected = reference(*args)
                 problem = _compared(compare, got, expected, args, atol, rtol)
@@ -313,6 +314,36 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
         todo="not attempted yet; write your function above and run the cell again.",
         seconds=per_call * (n + 2))
 
+
+
+def none_returned(fn) -> Verdict:
+    """The verdict on a student's function that returned None: ○ while its body is still the
+    placeholder `...`, else ✗, since code that runs and hands back nothing forgot `return`."""
+    if _still_the_placeholder(fn):
+        return Verdict.todo("not attempted yet (your function returns None); replace the `...` "
+                            "and run the cell again.")
+    return Verdict.wrong("your function runs but returns None",
+                         "a function hands back only what it `return`s: end yours with `return` "
+                         "and the result.")
+
+
+def _still_the_placeholder(fn) -> bool:
+    """Whether `fn`'s body is still only the student edition's `...` (beside its docstring and
+    comments), as far as its source can be read; a function whose source cannot be read (a
+    lambda, a builtin) counts as untouched, so it gets ○ rather than a ✗ it may not deserve."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(defs) != 1:
+        return True
+    body = defs[0].body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]  # the docstring
+    return all(isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(
+        node.value, ast.Constant) and node.value.value is ...) for node in body)
 
 def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
               rtol: float) -> str | None:

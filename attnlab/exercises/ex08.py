@@ -27,13 +27,13 @@ from ..kv_cache import decode_step as reference_step
 from ..online_softmax import empty_state
 from ..online_softmax import online_update as reference_update
 from . import (
-    Verdict,
     _kind,
     call_safely,
     check_answer,
     check_function,
     check_prediction,
     exercise,
+    none_returned,
     tensor_problem,
 )
 
@@ -157,8 +157,7 @@ def _judge_step(fn):
                 expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
                 got, problem = call_safely(fn, attn, x_t, cache)
                 if first and problem is None and got is None:
-                    return Verdict.todo("not attempted yet (your function returns None); "
-                                        "replace the `...` and run the cell again.")
+                    return none_returned(fn)
                 first = False
                 problem = _heads_problem(cache, attn) or problem
                 if problem is not None:
