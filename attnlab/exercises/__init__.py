@@ -317,7 +317,7 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
 
 
 def none_returned(fn) -> Verdict:
-    """The verdict on a student's function that returned None: ○ while its body is still the
+    """The verdict on a student's function that returned None: ○ while its body still holds the
     placeholder `...`, else ✗, since code that runs and hands back nothing forgot `return`."""
     if _still_the_placeholder(fn):
         return Verdict.todo("not attempted yet (your function returns None); replace the `...` "
@@ -328,9 +328,10 @@ def none_returned(fn) -> Verdict:
 
 
 def _still_the_placeholder(fn) -> bool:
-    """Whether `fn`'s body is still only the student edition's `...` (beside its docstring and
-    comments), as far as its source can be read; a function whose source cannot be read (a
-    lambda, a builtin) counts as untouched, so it gets ○ rather than a ✗ it may not deserve."""
+    """Whether `fn`'s body still holds the student edition's placeholder `...` (some exercises
+    give a first line or two before it), or nothing but `pass`, as far as its source can be
+    read; a function whose source cannot be read (a lambda, a builtin) counts as untouched, so
+    it gets ○ rather than a ✗ it may not deserve."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -342,8 +343,9 @@ def _still_the_placeholder(fn) -> bool:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
         body = body[1:]  # the docstring
-    return all(isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(
-        node.value, ast.Constant) and node.value.value is ...) for node in body)
+    placeholder = [isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                   and node.value.value is ... for node in body]
+    return any(placeholder) or all(isinstance(node, ast.Pass) for node in body)
 
 def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
               rtol: float) -> str | None:
