@@ -126,6 +126,7 @@ $(BENCH)/.installed: requirements.txt requirements-assets.txt benchmarks/require
 
 bench: $(BENCH)/.installed dev  ## each benchmark in benchmarks/ once, on one thread; not part of make test
 	$(BENCH)/bin/python benchmarks/embed_images.py
+	$(BENCH)/bin/python benchmarks/parallel_trainings.py
 	$(BENCH)/bin/python benchmarks/minilm_vs_transformers.py
 	$(BENCH)/bin/python benchmarks/attention_cost.py
 	$(BENCH)/bin/python benchmarks/llama_decode.py

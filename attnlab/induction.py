@@ -38,6 +38,7 @@ from torch import nn
 from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_number
 from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
+from .parallel import remember
 from .repro import seed_of
 from .train import fit, recipe
 
@@ -229,7 +230,7 @@ class Induction:
         return model
 
 
-_CACHE: dict[tuple, Induction] = {}
+_CACHE: dict[tuple, Induction] = remember({})  # filled by trainings in parallel_map's children too
 
 
 def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int] = REPEAT,

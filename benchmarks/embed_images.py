@@ -16,6 +16,8 @@ import os
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
+os.environ.setdefault("ATTNLAB_WORKERS", "1")  # one process: parallel_map's gain is measured in
+#                                                benchmarks/parallel_trainings.py
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # --profile: no profiler_start/stop lines on stderr
 
 import numpy as np  # noqa: E402

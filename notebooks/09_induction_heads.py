@@ -56,6 +56,7 @@ from attnlab.induction import (
     token_losses,
     train_induction,
 )
+from attnlab.parallel import parallel_map
 from attnlab.plots import attention_heatmap
 from attnlab.report import fmt
 
@@ -161,8 +162,8 @@ guess_one = 2.5
 
 # %%
 print("recipe:", RECIPE)
-two = train_induction(n_layers=2, seed=0)
-one = train_induction(n_layers=1, seed=0)
+# parallel_map trains the two side by side where a core is free: the same models, sooner
+two, one = parallel_map(lambda n_layers: train_induction(n_layers=n_layers, seed=0), (2, 1))
 
 # %% [markdown]
 # We call the *drop* the steps in which the two-layer model's loss on repeated tokens (averaged
@@ -227,9 +228,9 @@ ex09.one_layer_loss(guess_one, results["1 layer"]["repeated"])
 # seeds 1 and 2, by the same recipe (the drop: the steps from 2.5 to 1.5 nats, averaged):
 
 # %%
-runs = {0: (two, one)}
-for s in (1, 2):
-    runs[s] = (train_induction(n_layers=2, seed=s), train_induction(n_layers=1, seed=s))
+two_1, two_2, one_1, one_2 = parallel_map(  # (layers, seed), the longer trainings first
+    lambda run: train_induction(n_layers=run[0], seed=run[1]), [(2, 1), (2, 2), (1, 1), (1, 2)])
+runs = {0: (two, one), 1: (two_1, one_1), 2: (two_2, one_2)}
 print(f"{'':5} {'2 layers':^25}   {'1 layer':^17}   {'test, repeated':^16}")
 print(f"{'seed':<5} {'drop starts':>12} {'lasts':>12}   {'lowest average':>17}   "
       f"{'2 layers':>8} {'1 layer':>7}")

@@ -90,6 +90,15 @@ def test_embeddings_do_not_depend_on_batching(images):
     assert embeddings.embed_images(images[:0]).shape == (0, 1280)
 
 
+def test_embeddings_shared_out_between_processes_are_the_same_bits(images, monkeypatch):
+    need("mobilenet_v2_0.35")
+    monkeypatch.setenv("ATTNLAB_WORKERS", "1")
+    alone = embeddings.embed_images(images, batch_size=3)
+    monkeypatch.setenv("ATTNLAB_WORKERS", "2")  # forks on Linux, one process elsewhere
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert np.array_equal(embeddings.embed_images(images, batch_size=3), alone)
+
+
 def test_embeddings_are_distinct_and_finite(images):
     need("mobilenet_v2_0.35")
     emb = embeddings.embed_images(images[:8])
