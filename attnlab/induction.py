@@ -246,7 +246,7 @@ def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int]
     seed = check_int("seed", seed, minimum=0)
     repeat = _check_repeat(repeat, LENGTH)
     r = recipe(RECIPE, overrides)
-    key = (n_layers, seed, repeat, tuple(sorted(r.items())))
+    key = (n_layers, seed_of(seed), repeat, tuple(sorted(r.items())))  # the seed drawn with
     if key in _CACHE:
         return _CACHE[key]
     data = repeat_task(r["steps"] * r["batch_size"], seed=seed + 1, repeat=repeat, length=LENGTH)

@@ -98,6 +98,13 @@ def test_training_goes_through_fit_keeps_the_split_losses_and_checkpoints_and_is
     assert I.train_induction(2, seed=3, steps=60, batch_size=16) is run
 
 
+def test_the_cache_tells_the_series_seeds_apart(monkeypatch):
+    run = I.train_induction(1, seed=0, steps=5, batch_size=4)
+    monkeypatch.setenv("ATTNLAB_SEED", "1")
+    other = I.train_induction(1, seed=0, steps=5, batch_size=4)
+    assert other is not run and other.losses != run.losses
+
+
 def test_evaluate_splits_repeated_and_random_tokens_by_position():
     torch.manual_seed(0)
     model = I.AttentionOnly(n_layers=1, dtype=torch.float64)
