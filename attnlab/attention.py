@@ -98,7 +98,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale: float | None = No
     `scale` defaults to 1/sqrt(d_k); notebook 02 passes scale=1.0 to show what goes wrong.
     A query whose every key is masked has nothing to read: its weights and output are zero.
     """
-    mask = check_attention_args(q, k, v, mask)
+    return _attention(q, k, v, check_attention_args(q, k, v, mask), scale)
+
+
+def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None):
+    """The maths of `scaled_dot_product_attention`, without its checks (mask: bool or None):
+    `MultiHeadAttention` checks its inputs once, at its public edge, then calls this."""
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
 
@@ -247,7 +252,9 @@ class MultiHeadAttention(nn.Module):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                mask: torch.Tensor | None = None):
         """Attention of the heads, merged and mixed by `out`: output (B, T, d_model) and the
-        weights (B, H, T, S). Each group of H / H_kv query heads reads one key/value head."""
+        weights (B, H, T, S). Each group of H / H_kv query heads reads one key/value head.
+        q, k, v as `project` makes them, mask bool or None: nothing is checked again here
+        (`forward` checked its inputs; the KV cache and `LlamaBlock` build theirs)."""
         B, H, T, D = q.shape
         H_kv, S = self.n_kv_heads, k.shape[-2]
         G = H // H_kv  # query heads per key/value head
@@ -266,7 +273,7 @@ class MultiHeadAttention(nn.Module):
             else:
                 mask = mask.unsqueeze(-3)  # (..., 1, T, S): the same for every head of a group
             mask = mask.expand(*mask.shape[:-3], G, T, S).flatten(-3, -2)  # (..., G·T, S)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, scale=self.scale)
+        heads, weights = _attention(q, k, v, mask, self.scale)  # (B, H_kv, G·T, D), (.., S)
         out = self.out(merge_heads(heads.view(B, H, T, D)))  # (B, T, d_model)
         return out, weights.view(B, H, T, S)  # (B, T, d_model), (B, H, T, S)
 

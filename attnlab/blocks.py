@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask
-from .checks import check_bool, check_choice, check_int, check_number
+from .checks import check_bool, check_choice, check_int
 
 NORMS = ("post", "pre")
 
@@ -37,69 +37,60 @@ def feed_forward(d_model: int, d_ff: int, activation: str = "relu") -> nn.Sequen
     )
 
 
-class _Block(nn.Module):
-    """What both blocks share: the feed-forward layer, the dropout and where the norms go."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str, norm: str):
-        super().__init__()
-        self.norm = check_choice("norm", norm, NORMS)
-        check_number("dropout", dropout, minimum=0.0, maximum=1.0, exclusive_maximum=True)
-        self.ff = feed_forward(d_model, d_ff, activation)
-        self.dropout = nn.Dropout(dropout)
-
-    def add(self, x: torch.Tensor, part_out: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
-        """The residual connection: x + part, then the LayerNorm when post-norm."""
-        x = x + self.dropout(part_out)
-        return norm(x) if self.norm == "post" else x
-
-    def part_input(self, x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
-        """What a part reads: LayerNorm(x) when pre-norm, x itself when post-norm."""
-        return norm(x) if self.norm == "pre" else x
-
-
-class EncoderBlock(_Block):
+class EncoderBlock(nn.Module):
     """One Transformer encoder block, as in "Attention Is All You Need" (post-norm):
 
         x = LayerNorm(x + MultiHeadAttention(x))
         x = LayerNorm(x + FeedForward(x))
 
-    `activation` is "relu" (the paper) or "gelu" (BERT, exact erf form); `norm_eps` is 1e-12 in
-    BERT-family checkpoints; `norm="pre"` gives x = x + MHA(LayerNorm(x)), and so on.
-    `n_kv_heads` and `rotary` go to `MultiHeadAttention`.
+    `norm="pre"` gives x = x + MHA(LayerNorm(x)), then x = x + FF(LayerNorm(x)). `activation`
+    is "relu" (the paper) or "gelu" (BERT, exact erf form); `norm_eps` is 1e-12 in BERT-family
+    checkpoints. `n_kv_heads` and `rotary` go to `MultiHeadAttention`. No dropout: nothing in the
+    series trains long enough to overfit by it.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "relu", norm_eps: float = 1e-5, norm: str = "post",
-                 n_kv_heads: int | None = None, rotary: bool = False):
-        super().__init__(d_model, d_ff, dropout, activation, norm)
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, activation: str = "relu",
+                 norm_eps: float = 1e-5, norm: str = "post", n_kv_heads: int | None = None,
+                 rotary: bool = False):
+        super().__init__()
+        self.norm = check_choice("norm", norm, NORMS)
+        self.ff = feed_forward(d_model, d_ff, activation)  # drawn first: the seeds' weights
         self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rotary)
         self.norm1 = nn.LayerNorm(d_model, eps=norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=norm_eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
         """x (B, T, d_model) -> (B, T, d_model), plus the attention weights (B, H, T, T)."""
-        a, weights = self.attn(self.part_input(x, self.norm1), mask)  # (B, T, d), (B, H, T, T)
-        x = self.add(x, a, self.norm1)  # post: LayerNorm(x + MHA(x)); pre: x + MHA(LayerNorm(x))
-        x = self.add(x, self.ff(self.part_input(x, self.norm2)), self.norm2)  # (B, T, d)
-        return x, weights
+        if self.norm == "post":
+            a, weights = self.attn(x, mask)  # (B, T, d), (B, H, T, T)
+            x = self.norm1(x + a)
+            x = self.norm2(x + self.ff(x))
+        else:
+            a, weights = self.attn(self.norm1(x), mask)
+            x = x + a
+            x = x + self.ff(self.norm2(x))
+        return x, weights  # (B, T, d_model), (B, H, T, T)
 
 
-class DecoderBlock(_Block):
+class DecoderBlock(nn.Module):
     """One Transformer decoder block, as in "Attention Is All You Need" (post-norm):
 
         x = LayerNorm(x + MultiHeadAttention(x, mask=causal_mask(T)))   itself and the past
         x = LayerNorm(x + MultiHeadAttention(x, context=context))       reads the encoder
         x = LayerNorm(x + FeedForward(x))
 
-    With `cross=False` the middle line is gone: an `EncoderBlock` with the causal mask, the
-    block of a decoder-only model.
+    `norm="pre"` normalises each part's input instead (x = x + part(LayerNorm(x))). With
+    `cross=False` the middle line is gone: an `EncoderBlock` with the causal mask, the block of a
+    decoder-only model.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "relu", norm_eps: float = 1e-5, norm: str = "post",
-                 cross: bool = True, n_kv_heads: int | None = None, rotary: bool = False):
-        super().__init__(d_model, d_ff, dropout, activation, norm)
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, activation: str = "relu",
+                 norm_eps: float = 1e-5, norm: str = "post", cross: bool = True,
+                 n_kv_heads: int | None = None, rotary: bool = False):
+        super().__init__()
+        self.norm = check_choice("norm", norm, NORMS)
         check_bool("cross", cross)
+        self.ff = feed_forward(d_model, d_ff, activation)  # drawn first: the seeds' weights
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rotary)
         self.norm1 = nn.LayerNorm(d_model, eps=norm_eps)
         self.cross_attn = MultiHeadAttention(d_model, n_heads) if cross else None
@@ -107,12 +98,11 @@ class DecoderBlock(_Block):
         self.norm3 = nn.LayerNorm(d_model, eps=norm_eps)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
-                mask: torch.Tensor | None = None, context_mask: torch.Tensor | None = None):
+                mask: torch.Tensor | None = None):
         """x (B, T, d_model); context (B, S, d_model), the encoder's output (needed when the block
         has cross-attention, refused when it has none). `mask` (default: `causal_mask(T)`)
         broadcasts to (B, H, T, T): pass a padding mask combined with the causal one, or an
-        all-True mask to show what the causal mask prevents. `context_mask` broadcasts to
-        (B, H, T, S).
+        all-True mask to show what the causal mask prevents.
 
         Returns x (B, T, d_model), the self-attention weights (B, H, T, T) and the
         cross-attention weights (B, H, T, S) (None without cross-attention).
@@ -124,14 +114,21 @@ class DecoderBlock(_Block):
                              "None")
         if mask is None:
             mask = causal_mask(x.shape[1], device=x.device)  # (T, T)
-        a, self_weights = self.self_attn(self.part_input(x, self.norm1), mask)  # (B, H, T, T)
-        x = self.add(x, a, self.norm1)  # (B, T, d_model)
-        cross_weights = None
-        if self.cross_attn is not None:
-            c, cross_weights = self.cross_attn(self.part_input(x, self.norm2), context_mask,
-                                               context=context)  # (B, T, d), (B, H, T, S)
-            x = self.add(x, c, self.norm2)
-        x = self.add(x, self.ff(self.part_input(x, self.norm3)), self.norm3)  # (B, T, d_model)
+        cross, cross_weights = self.cross_attn, None
+        if self.norm == "post":
+            a, self_weights = self.self_attn(x, mask)  # (B, T, d), (B, H, T, T)
+            x = self.norm1(x + a)
+            if cross is not None:
+                c, cross_weights = cross(x, context=context)  # (B, T, d), (B, H, T, S)
+                x = self.norm2(x + c)
+            x = self.norm3(x + self.ff(x))
+        else:
+            a, self_weights = self.self_attn(self.norm1(x), mask)
+            x = x + a
+            if cross is not None:
+                c, cross_weights = cross(self.norm2(x), context=context)
+                x = x + c
+            x = x + self.ff(self.norm3(x))
         return x, self_weights, cross_weights
 
 

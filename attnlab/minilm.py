@@ -2,7 +2,7 @@
 
 The checkpoint is a 6-layer BERT: word + position + token-type embeddings, a LayerNorm, then six
 post-norm encoder blocks (12 heads, hidden 384, feed-forward 1536, exact-erf GELU, LayerNorm eps
-1e-12). Those blocks are exactly `attnlab.attention.EncoderBlock` (the block notebook 03 trains,
+1e-12). Those blocks are exactly `attnlab.blocks.EncoderBlock` (the block notebook 03 trains,
 around notebook 01's MultiHeadAttention), so loading the published weights into them proves the
 students' attention is the real thing.
 A sentence vector is the mean of the last layer's token vectors over the real (non-padding)

@@ -2,7 +2,7 @@
 
 The one place the tooling (runner, student edition, slides and site, tests) learns which
 notebooks exist: every NN_name.py or NN_name.ipynb of the notebooks folder, in NN order. Nothing
-lists them by hand, so adding notebook 09 is adding its files.
+lists them by hand, so adding a notebook is adding its files.
 
 The notebooks folder is the one a tool is given (`--notebooks DIR`), else this checkout's
 notebooks/ when attnlab runs from a clone, else the current directory: an installed attnlab has
