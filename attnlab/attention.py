@@ -22,9 +22,23 @@ from torch import nn
 
 from .checks import check_bool, check_int, check_number, check_tensor
 
-# Set by `attnlab.probes.uniform_attention()`: while True, every score is 0, so every query gives
-# each key its mask allows the same weight (the ablation a heatmap must survive before it is read).
-_uniform = False
+HOOK_POINTS = ("values", "mask", "scores", "weights", "heads")  # MultiHeadAttention.hook_*
+
+
+class HookPoint(nn.Module):
+    """A named place inside `MultiHeadAttention` where a tensor can be read or replaced, the
+    one way attnlab intervenes on attention (TransformerLens's hook points). It passes its input
+    on unchanged; a forward hook registered on it (`attn.hook_weights.register_forward_hook`,
+    or `attnlab.probes.hooked`) sees the tensor and may return the one that flows on."""
+
+    def forward(self, x):
+        return x
+
+    @property
+    def hooked(self) -> bool:
+        """Whether a hook is registered here (the mask hook point then gets a mask even where
+        the caller passed none)."""
+        return bool(self._forward_hooks)
 
 
 def as_bool_mask(mask, name: str = "mask") -> torch.Tensor:
@@ -101,15 +115,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale: float | None = No
     return _attention(q, k, v, check_attention_args(q, k, v, mask), scale)
 
 
-def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None):
+def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None,
+               scores_hook=None, weights_hook=None):
     """The maths of `scaled_dot_product_attention`, without its checks (mask: bool or None):
-    `MultiHeadAttention` checks its inputs once, at its public edge, then calls this."""
+    `MultiHeadAttention` checks its inputs once, at its public edge, then calls this with its
+    hook points for the scores (before the mask) and the weights (after the softmax)."""
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
 
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)   q·k / sqrt(d_k)
-    if _uniform:
-        scores = torch.zeros_like(scores)  # equal scores: the softmax gives every key 1/T_k
+    if scores_hook is not None:
+        scores = scores_hook(scores)
     if mask is not None:
         # The most negative finite number, not -inf: exp(min - row max) is exactly 0 for a
         # masked key, and a row with every key masked stays finite instead of NaN.
@@ -117,6 +133,8 @@ def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None):
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)   each row sums to 1
     if mask is not None:
         weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # rows with no key: 0
+    if weights_hook is not None:
+        weights = weights_hook(weights)
     output = weights @ v  # (..., T_q, d_v)   weighted average of the values
     return output, weights
 
@@ -218,8 +236,10 @@ class MultiHeadAttention(nn.Module):
         self.k = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.v = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
-        self.uniform_heads: tuple[int, ...] = ()  # set by attnlab.probes.uniform_attention
-        self.hidden_keys: tuple[int, ...] = ()  # set by attnlab.probes.hide_key
+        # Where attnlab.probes intervenes (`attend` says what each one sees). Not registered as
+        # submodules: they hold no weights, and a printed model stays a list of its layers.
+        for point in HOOK_POINTS:
+            object.__setattr__(self, f"hook_{point}", HookPoint())
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 context: torch.Tensor | None = None):
@@ -258,12 +278,10 @@ class MultiHeadAttention(nn.Module):
         B, H, T, D = q.shape
         H_kv, S = self.n_kv_heads, k.shape[-2]
         G = H // H_kv  # query heads per key/value head
-        if self.uniform_heads:  # a query of zeros scores every key alike: uniform weights
-            q = q.index_fill(1, torch.tensor(self.uniform_heads, device=q.device), 0.0)
-        if self.hidden_keys:  # no query may read these key positions, as if they were padding
-            keys = torch.ones(1, S, dtype=torch.bool, device=q.device)  # (1, S): every query
-            keys[:, list(self.hidden_keys)] = False
-            mask = keys if mask is None else mask & keys  # (..., T, S)
+        v = self.hook_values(v)  # (B, H_kv, S, D)
+        if self.hook_mask.hooked:  # a mask to change, also where there was none: (..., T, S)
+            mask = self.hook_mask(torch.ones(1, S, dtype=torch.bool, device=q.device)
+                                  if mask is None else mask.expand(*mask.shape[:-1], S))
         # A group's G·T queries read the same key/value head: stack them as rows of one matrix
         # against it. (A group axis broadcast against k would make matmul copy k G times.)
         q = q.reshape(B, H_kv, G * T, D)  # (B, H_kv, G·T, D)
@@ -273,8 +291,15 @@ class MultiHeadAttention(nn.Module):
             else:
                 mask = mask.unsqueeze(-3)  # (..., 1, T, S): the same for every head of a group
             mask = mask.expand(*mask.shape[:-3], G, T, S).flatten(-3, -2)  # (..., G·T, S)
-        heads, weights = _attention(q, k, v, mask, self.scale)  # (B, H_kv, G·T, D), (.., S)
-        out = self.out(merge_heads(heads.view(B, H, T, D)))  # (B, T, d_model)
+        def per_head(point):  # the hook point sees (B, H, T, S), whatever the grouping
+            if not point.hooked:
+                return None  # not even a view: the computation is the one without hooks
+            return lambda x: point(x.view(B, H, T, S)).reshape(B, H_kv, G * T, S)
+
+        heads, weights = _attention(q, k, v, mask, self.scale, per_head(self.hook_scores),
+                                    per_head(self.hook_weights))  # (B, H_kv, G·T, D), (.., S)
+        heads = self.hook_heads(heads.view(B, H, T, D))  # (B, H, T, D)   each head's output
+        out = self.out(merge_heads(heads))  # (B, T, d_model)
         return out, weights.view(B, H, T, S)  # (B, T, d_model), (B, H, T, S)
 
     def _check_inputs(self, x, mask, context) -> torch.Tensor | None:

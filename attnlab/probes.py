@@ -12,50 +12,83 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
+from torch import nn
 
-from . import attention
-from .attention import MultiHeadAttention, causal_mask
+from .attention import HookPoint, MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
 
 
 @contextmanager
-def uniform_attention(*modules: MultiHeadAttention,
-                      heads: Sequence[int] | None = None) -> Iterator[None]:
+def hooked(*edits) -> Iterator[None]:
+    """Within the block, each (hook point, fn) pair of `edits` is in force: fn(tensor) returns
+    the tensor that flows on from that point of a `MultiHeadAttention` (`hook_values`,
+    `hook_mask`, `hook_scores`, `hook_weights`, `hook_heads`; see `MultiHeadAttention.attend`).
+    Every intervention below is a few lines on top of this."""
+    handles = []
+    try:
+        for point, fn in edits:
+            if not isinstance(point, HookPoint):
+                raise TypeError(f"each edit is (hook point, fn), the point one of a "
+                                f"MultiHeadAttention's (e.g. attn.hook_weights), got "
+                                f"{type(point).__name__}")
+            handles.append(point.register_forward_hook(lambda m, inputs, x, fn=fn: fn(x)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def attention_layers(*modules: nn.Module) -> list[MultiHeadAttention]:
+    """Every MultiHeadAttention in `modules` (a model, a block, or attention layers)."""
+    if not modules:
+        raise TypeError("name the model (or its attention layers) to change, e.g. "
+                        "uniform_attention(model)")
+    layers = []
+    for module in modules:
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"modules must be models or MultiHeadAttention layers, got "
+                            f"{type(module).__name__}")
+        layers += [m for m in module.modules() if isinstance(m, MultiHeadAttention)]
+    if not layers:
+        raise TypeError(f"no MultiHeadAttention layer in "
+                        f"{', '.join(type(m).__name__ for m in modules)}")
+    return layers
+
+
+def _heads(layers: list[MultiHeadAttention], heads: Sequence[int] | None) -> tuple[int, ...]:
+    if heads is None:
+        return ()
+    heads = tuple(int(h) for h in heads)
+    bad = [h for h in heads for m in layers if not 0 <= h < m.n_heads]
+    if bad:
+        raise ValueError(f"heads must be in 0..{min(m.n_heads for m in layers) - 1} (each "
+                         f"layer's heads), got {sorted(set(bad))}")
+    return heads
+
+
+def uniform_attention(*modules: nn.Module, heads: Sequence[int] | None = None):
     """Within the block, attention gives each query the uniform weight over the keys its mask
     allows (1/3 each if a query may read 3 keys); nothing else changes.
 
-    No arguments: every attention in attnlab. With `MultiHeadAttention` modules: those only,
-    and with `heads` only those heads of them (an ablation of one head). It works by making
-    every score equal (a query of zeros), so masks keep their meaning.
+    `modules`: a model (every MultiHeadAttention in it) or attention layers; with `heads`, only
+    those heads of them (an ablation of one head). Every score of a chosen head is made 0 before
+    the mask, so masks keep their meaning.
     """
-    for module in modules:
-        if not isinstance(module, MultiHeadAttention):
-            raise TypeError(f"modules must be MultiHeadAttention layers (e.g. "
-                            f"model.blocks[0].attn), got {type(module).__name__}")
-    if heads is not None:
-        if not modules:
-            raise ValueError("heads needs the MultiHeadAttention modules they belong to")
-        heads = tuple(int(h) for h in heads)
-        bad = [h for h in heads for m in modules if not 0 <= h < m.n_heads]
-        if bad:
-            raise ValueError(f"heads must be in 0..n_heads-1, got {sorted(set(bad))}")
-    previous = attention._uniform, [m.uniform_heads for m in modules]
-    try:
-        if not modules:
-            attention._uniform = True
-        for m in modules:
-            m.uniform_heads = tuple(range(m.n_heads)) if heads is None else heads
-        yield
-    finally:
-        attention._uniform = previous[0]
-        for m, before in zip(modules, previous[1]):
-            m.uniform_heads = before
+    layers = attention_layers(*modules)
+    chosen = _heads(layers, heads)
+
+    def equal(layer):  # scores (B, H, T, S) -> 0 for the chosen heads
+        if heads is None:
+            return torch.zeros_like
+        return lambda scores: scores.index_fill(1, torch.tensor(chosen, dtype=torch.long,
+                                                                device=scores.device), 0.0)
+
+    return hooked(*((layer.hook_scores, equal(layer)) for layer in layers))
 
 
-@contextmanager
-def hide_key(*modules: MultiHeadAttention, position: int, how: str = "mask") -> Iterator[None]:
+def hide_key(*modules: nn.Module, position: int, how: str = "mask"):
     """Within the block, one key position is taken out of the given attention layers: the test
-    of what the weight a token receives does (an *attention sink*: notebooks 06 and 07).
+    of what the weight a token receives does (an *attention sink*: notebooks 06, 07 and 10).
 
     how="mask": no query may attend to key `position` (as if it were padding), so the weight it
     received is shared out over the other keys; a query with no other key reads nothing.
@@ -64,34 +97,21 @@ def hide_key(*modules: MultiHeadAttention, position: int, how: str = "mask") -> 
     "value" and much under "mask". `position` counts from the start of the keys (negative: from
     the end); the token stays a query either way.
     """
-    for module in modules:
-        if not isinstance(module, MultiHeadAttention):
-            raise TypeError(f"modules must be MultiHeadAttention layers (e.g. "
-                            f"model.blocks[0].self_attn), got {type(module).__name__}")
-    if not modules:
-        raise ValueError("hide_key needs the MultiHeadAttention layers to change")
+    layers = attention_layers(*modules)
     position = check_int("position", position)
     check_choice("how", how, ("mask", "value"))
 
-    def zero_value(module, inputs, v):  # v (B, S, H_kv * D): the values before the head split
-        return v.index_fill(1, torch.tensor([position % v.shape[1]], device=v.device), 0.0)
+    def hide(mask):  # (..., T, S) bool
+        keys = torch.ones(mask.shape[-1], dtype=torch.bool, device=mask.device)  # (S,)
+        keys[position % mask.shape[-1]] = False
+        return mask & keys
 
-    if how == "mask":  # applied where every caller's attention is computed: `attend`
-        before = [m.hidden_keys for m in modules]
-        try:
-            for m in modules:
-                m.hidden_keys = (*m.hidden_keys, position)
-            yield
-        finally:
-            for m, keys in zip(modules, before):
-                m.hidden_keys = keys
-        return
-    hooks = [m.v.register_forward_hook(zero_value) for m in modules]
-    try:
-        yield
-    finally:
-        for hook in hooks:
-            hook.remove()
+    def zero_value(v):  # (B, H_kv, S, D)
+        return v.index_fill(2, torch.tensor([position % v.shape[2]], device=v.device), 0.0)
+
+    if how == "mask":
+        return hooked(*((layer.hook_mask, hide) for layer in layers))
+    return hooked(*((layer.hook_values, zero_value) for layer in layers))
 
 
 def attention_received(weights: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
@@ -231,8 +251,7 @@ def induction_score(weights: torch.Tensor, tokens: torch.Tensor,
     return (on_after * counted[:, None].to(weights.dtype)).sum((0, 2)) / counted.sum()  # (H,)
 
 
-@contextmanager
-def zero_heads(module: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None]:
+def zero_heads(module: MultiHeadAttention, heads: Sequence[int]):
     """Within the block, the given heads of `module` add nothing: their outputs are zeroed
     before `out` mixes the heads. The other ablation of one head beside
     `uniform_attention(module, heads=...)`, which keeps the head's output but takes away where
@@ -240,22 +259,14 @@ def zero_heads(module: MultiHeadAttention, heads: Sequence[int]) -> Iterator[Non
     if not isinstance(module, MultiHeadAttention):
         raise TypeError(f"module must be a MultiHeadAttention layer (e.g. "
                         f"model.layers[0].attn), got {type(module).__name__}")
-    heads = tuple(int(h) for h in heads)
-    bad = [h for h in heads if not 0 <= h < module.n_heads]
-    if bad:
-        raise ValueError(f"heads must be in 0..{module.n_heads - 1}, got {sorted(set(bad))}")
+    heads = _heads([module], heads)
 
-    def zero(out, args):  # runs before module.out; args = (merged heads (B, T, H·D),)
-        merged = args[0].unflatten(-1, (module.n_heads, module.d_head))  # (B, T, H, D)
-        keep = torch.ones(module.n_heads, 1, dtype=merged.dtype, device=merged.device)  # (H, 1)
+    def zero(out):  # (B, H, T, D): each head's output
+        keep = torch.ones(module.n_heads, 1, 1, dtype=out.dtype, device=out.device)  # (H, 1, 1)
         keep[list(heads)] = 0.0
-        return ((merged * keep).flatten(-2),)  # (B, T, H·D)
+        return out * keep
 
-    handle = module.out.register_forward_pre_hook(zero)
-    try:
-        yield
-    finally:
-        handle.remove()
+    return hooked((module.hook_heads, zero))
 
 
 @torch.no_grad()

@@ -13,6 +13,7 @@ from torch import nn
 from .checks import check_choice, check_int, check_tensor
 from .data import Reviews
 from .minilm import MiniLM
+from .probes import hooked
 from .repro import seed_of
 from .train import fit_classifier, recipe
 
@@ -148,15 +149,11 @@ def encode_without_key(encoder: MiniLM, sentences, position: int | None = None, 
     if how == "mask":
         hidden, _ = encoder(batch.ids, batch.keep & ~hide)  # (N, T, 384)   no query reads it
     else:
-        def zero_value(module, inputs, v):  # v (N, T, 384): every head's values, before the split
-            return v.masked_fill(hide[..., None], 0.0)
+        def zero_value(v):  # (N, H, T, D): every head's values
+            return v.masked_fill(hide[:, None, :, None], 0.0)
 
-        hooks = [block.attn.v.register_forward_hook(zero_value) for block in encoder.blocks]
-        try:
+        with hooked(*((block.attn.hook_values, zero_value) for block in encoder.blocks)):
             hidden, _ = encoder(batch.ids, batch.keep)  # (N, T, 384)
-        finally:
-            for hook in hooks:
-                hook.remove()
     return encoder.pool(hidden, batch.keep)  # (N, 384)   pooled over the same real tokens
 
 

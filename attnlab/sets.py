@@ -8,7 +8,7 @@ highest. Trained with cross-entropy over the set's positions, as if each positio
 
 Without positions, self-attention is permutation-equivariant (notebook 04): permuting a set
 permutes its scores, so the model reads its input as a set, of any size. Under
-`attnlab.uniform_attention()` every image receives the plain mean of the set; the no-attention
+`attnlab.uniform_attention(model)` every image receives the plain mean of the set; the no-attention
 rule `farthest_from_mean` picks the image least like that mean.
 """
 from __future__ import annotations

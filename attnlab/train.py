@@ -9,6 +9,7 @@ notebook 03's model, which notebooks 04 and 06 and the sentiment app reuse.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import takewhile
@@ -19,6 +20,7 @@ from torch import nn
 from .checks import check_bool, check_choice, check_int, check_number
 from .data import Reviews, Vocab, make_contrast_reviews, make_reviews
 from .models import TinyTransformer, eval_mode
+from .probes import uniform_attention
 from .repro import seed_of
 
 # Notebook 03's recipe: model size, optimiser and data size.
@@ -198,7 +200,7 @@ def initial_model(vocab_size: int, positions: str = "learned", seed: int = 0,
 
 def train_classifier(task: str = "contrast", positions: str = "learned", seed: int = 0,
                      verbose: bool = False, dtype: torch.dtype = torch.float64,
-                     **overrides) -> Trained:
+                     uniform: bool = False, **overrides) -> Trained:
     """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, train it.
 
     With no arguments this is notebook 03's model: contrast reviews ("... good ... but ...
@@ -207,8 +209,11 @@ def train_classifier(task: str = "contrast", positions: str = "learned", seed: i
     "sinusoidal", "rotary" or "none". `seed` seeds the data, the initial weights and the batch
     order (the global RNG state is left as it was). Keyword overrides replace entries of
     `RECIPE` (e.g. epochs=20). float64 makes the result the same on any CPU (`draw_float64`).
+    uniform=True trains (and tests) with uniform attention throughout (`uniform_attention`):
+    notebook 03's control, can the task be learned without attention at all?
     """
     check_choice("task", task, TASKS)
+    check_bool("uniform", uniform)
     seed = check_int("seed", seed)
     r = recipe(RECIPE, overrides)
     train, test = task_reviews(task, seed, r["n_train"], r["n_test"])
@@ -216,6 +221,8 @@ def train_classifier(task: str = "contrast", positions: str = "learned", seed: i
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)
     model = initial_model(len(vocab), positions, seed, dtype, **overrides)
-    history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=r["epochs"],
-                             lr=r["lr"], batch_size=r["batch_size"], seed=seed, verbose=verbose)
+    with uniform_attention(model) if uniform else contextlib.nullcontext():
+        history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=r["epochs"],
+                                 lr=r["lr"], batch_size=r["batch_size"], seed=seed,
+                                 verbose=verbose)
     return Trained(model, vocab, history, train, test)

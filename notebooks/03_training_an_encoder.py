@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
+from attnlab import probes
 from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
 from attnlab.exercises import ex03
 from attnlab.models import TinyTransformer
@@ -223,7 +224,7 @@ assert trained.history["test_acc"] == test_acc
 #
 # A heatmap shows where the weights go. It cannot show whether the model uses them: a model can
 # spread its weights in a striking pattern and decide everything elsewhere. So before reading
-# any weights, we take them away. Under `attnlab.uniform_attention()` every query gives every
+# any weights, we take them away. Under `attnlab.uniform_attention(model)` every query gives every
 # real token the same weight (1/T for a review of T tokens), and nothing else changes: the
 # embeddings, the feed-forward layer, the pooling and the head are the trained ones.
 #
@@ -241,7 +242,7 @@ guess = 0.5
 
 # %%
 accuracy = evaluate(model, x_test, y_test)[1]
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(model):
     uniform_accuracy = evaluate(model, x_test, y_test)[1]
 print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
       "attention")
@@ -263,8 +264,8 @@ assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
 # from the first step:
 
 # %%
-with attnlab.uniform_attention():
-    without = train_classifier()  # the same data, recipe and first weights; no attention
+without = train_classifier(uniform=True)  # the same data, recipe and first weights, uniform
+#                                          attention from the first step to the last
 print("trained with uniform attention throughout, test accuracy by epoch:",
       " ".join(fmt(a, 2) for a in without.history["test_acc"]))
 
@@ -447,6 +448,7 @@ def another_seed(seed):
     return t.model, *t.test.tensors(t.vocab)[:2]
 
 
+# %%
 # parallel_map trains the four side by side where a core is free: the same models, sooner
 runs = {0: (model, x_test, y_test), **dict(zip(range(1, 5), parallel_map(another_seed, range(1, 5))))}
 table = {s: ablations(*run) for s, run in runs.items()}
@@ -564,19 +566,10 @@ zero_column = ex03.zero_column(my_zero_column)
 
 # %% slideshow={"slide_type": "skip"}
 def edited_logits(model, x, edit):
-    """model(x) with `edit` applied to the block's attention weights between the softmax and the
-    values: a forward hook recomputes the attention's output from the edited weights."""
-    def with_edit(attn, inputs, output):
-        h, (_, weights) = inputs[0], output  # the block's input (B, T, d), weights (B, H, T, T)
-        _, _, v = attn.project(h)  # (B, H, T, D)
-        edited = edit(weights)  # (B, H, T, T)
-        return attn.out(attnlab.attention.merge_heads(edited @ v)), edited
-
-    hook = model.blocks[0].attn.register_forward_hook(with_edit)
-    try:
+    """model(x) with `edit` applied to the block's attention weights (B, H, T, T) between the
+    softmax and the values, at the attention's `hook_weights` point."""
+    with probes.hooked((model.blocks[0].attn.hook_weights, edit)):
         return model(x)  # (B, 2)
-    finally:
-        hook.remove()
 
 
 # %% [markdown]

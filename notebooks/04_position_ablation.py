@@ -28,7 +28,7 @@
 # - what learned, sinusoidal, rotary and no positions do past the training length.
 #
 # Assumes: notebook 03 (the TinyTransformer, its training loop and recipe, the contrast reviews,
-# `attnlab.uniform_attention()`).
+# `attnlab.uniform_attention(model)`).
 
 # %% slideshow={"slide_type": "skip"}
 import math
@@ -162,7 +162,7 @@ guess = 0.5
 # positions and seed 0 this is notebook 03's model. The bag task trains for 3 epochs.
 #
 # Next to each test accuracy stands the accuracy of the same trained model under
-# `attnlab.uniform_attention()`, where every query gives every key the same weight: does the
+# `attnlab.uniform_attention(model)`, where every query gives every key the same weight: does the
 # model need its attention at all?
 
 # %% slideshow={"slide_type": "skip"}
@@ -184,7 +184,7 @@ def train_runs(plan):
 def under_uniform(run):
     """Test accuracy of a trained model when every attention weight is uniform."""
     x, y, _ = run.test.tensors(vocab)  # (400, T), (400,)
-    with attnlab.uniform_attention():
+    with attnlab.uniform_attention(run.model):
         return evaluate(run.model, x, y)[1]
 
 

@@ -477,7 +477,7 @@ assert gap < 1e-12 and not torch.equal(order, torch.arange(10))
 # ### Does it need its attention?
 #
 # Before reading any attention weights we take them away, as in notebook 03: under
-# `attnlab.uniform_attention()` every image gives each image of its set the weight 1/10, and
+# `attnlab.uniform_attention(model)` every image gives each image of its set the weight 1/10, and
 # nothing else changes.
 #
 # **Predict first.** What test accuracy does the MobileNetV2 set model keep with uniform
@@ -494,7 +494,7 @@ guess = 0.7
 ### END SOLUTION
 
 # %%
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(model):
     right["uniform"] = sets.predict(model, test_emb, test_sets) == test_odd
 accuracy["uniform"] = right["uniform"].double().mean().item()
 diff, se = paired(right["cnn"].numpy(), right["uniform"].numpy())

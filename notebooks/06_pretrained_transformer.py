@@ -259,7 +259,7 @@ assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
 # %% [markdown]
 # ## Does MiniLM need its attention?
 #
-# Before reading any head, the test of notebook 03: under `attnlab.uniform_attention()` every
+# Before reading any head, the test of notebook 03: under `attnlab.uniform_attention(model)` every
 # attention in attnlab gives each query the same weight on every key, so MiniLM keeps its
 # embeddings, feed-forward layers and LayerNorms, but loses what its 72 heads learned about
 # where to look. We encode ten probe sentences (the six above, the Quickstart's three and one
@@ -282,7 +282,7 @@ guess = 0.5
 # %%
 probe = sentences + quickstart + ["The cat sat on the mat because it was tired."]
 probe_vectors = minilm.encode(probe)  # (10, 384)
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(minilm):
     probe_uniform = minilm.encode(probe)  # (10, 384)
     test_uniform = minilm.encode(test.texts())  # (400, 384)
 probe_cos = (probe_uniform * probe_vectors).sum(1)  # (10,)

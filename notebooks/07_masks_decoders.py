@@ -327,11 +327,11 @@ assert on["generated"] > 0.99 and off["generated"] < 0.6
 # ## 5 · Does the sorter need its attention? Then: where does it look
 #
 # Before reading the two models' attention maps, test whether their predictions depend on
-# them: make every query give each key it may see the same weight (`uniform_attention()`), and
+# them: make every query give each key it may see the same weight (`uniform_attention(model)`), and
 # measure again.
 
 # %%
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(masked, unmasked):
     uniform = {name: evaluate_sorter(model, test)
                for name, model in (("with the mask", masked), ("without it", unmasked))}
 print(f"{'':15} {'attention':>9}   {'loss':>6}   {'sorted digits right':^26}")
@@ -469,7 +469,7 @@ print(f"{'':<5} {'':>12} {'':>8}   {'as trained':>10} {'value zeroed':>12} {'key
 seed_sinks, right_uniform = {0: sink}, {0: uniform["with the mask"]["generated"]}  # seed 0: above
 for s, model in sorters.items():
     if s not in seed_sinks:
-        with attnlab.uniform_attention():
+        with attnlab.uniform_attention(model):
             right_uniform[s] = evaluate_sorter(model, test)["generated"]
         seed_sinks[s] = {"as trained": evaluate_sorter(model, test)}
         for name, how in (("BOS value zeroed", "value"), ("BOS hidden as a key", "mask")):

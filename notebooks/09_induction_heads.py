@@ -375,11 +375,11 @@ assert after_1 - after_0 > 0.3 and after_1 - after_0 > 2 * (other_1 - other_0)
 # ## 5 · Does the model need its attention?
 #
 # Before reading any attention weights: does the model depend on where its heads look? Under
-# `attnlab.uniform_attention()` every head gives each earlier token the same weight; everything
+# `attnlab.uniform_attention(model)` every head gives each earlier token the same weight; everything
 # else stays as trained.
 
 # %%
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(two.model, one.model):
     uniform = {"2 layers": evaluate(two.model, test), "1 layer": evaluate(one.model, test)}
 for name in results:
     print(f"{name:9} loss on repeated tokens: {fmt(results[name]['repeated'], 2)} as trained, "
@@ -481,7 +481,7 @@ def scores_of(model_maps):
 
 scores = {name: scores_of(model_maps) for name, model_maps in maps.items()}
 scores_before = scores_of(before.attention_maps(test.tokens))
-with attnlab.uniform_attention():
+with attnlab.uniform_attention(one.model):
     (level,) = scores_of(one.model.attention_maps(test.tokens))  # the same for every head
 
 

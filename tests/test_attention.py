@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from conftest import copy_into_torch_mha, raises_each, rand
 
 import attnlab
-from attnlab import cost
+from attnlab import cost, probes
 from attnlab.attention import MultiHeadAttention, merge_heads, split_heads
 
 sdpa = attnlab.scaled_dot_product_attention
@@ -275,7 +275,7 @@ def test_uniform_attention_gives_every_allowed_key_the_same_weight_and_changes_n
     x = rand(2, 4, 8, seed=19)
     real = torch.tensor([[True, True, True, False], [True] * 4])[:, None, None, :]  # (B,1,1,T)
     mask = real & attnlab.causal_mask(4)
-    with attnlab.uniform_attention():
+    with attnlab.uniform_attention(attn):
         out, w = attn(x, mask)
     allowed = mask.expand_as(w)
     expected = allowed / allowed.sum(-1, keepdim=True)  # 1 / (number of allowed keys)
@@ -294,14 +294,17 @@ def test_uniform_attention_of_some_heads_only_and_always_restored():
         _, w = attn(x)
     torch.testing.assert_close(w[:, 1], torch.full((1, 5, 5), 0.2))
     torch.testing.assert_close(w[:, 0], before[:, 0])
-    with pytest.raises(RuntimeError), attnlab.uniform_attention():
+    with pytest.raises(RuntimeError), attnlab.uniform_attention(attn):
         raise RuntimeError("a failing cell")
     torch.testing.assert_close(attn(x)[1], before)
-    with pytest.raises(ValueError, match="heads must be in 0..n_heads-1"):
+    with pytest.raises(ValueError, match=r"heads must be in 0\.\.1 "):
         with attnlab.uniform_attention(attn, heads=[2]):
             pass
     with pytest.raises(TypeError, match="MultiHeadAttention"):
         with attnlab.uniform_attention(torch.nn.Linear(2, 2)):
+            pass
+    with pytest.raises(TypeError, match="name the model"):
+        with attnlab.uniform_attention():
             pass
 
 
@@ -313,3 +316,48 @@ def test_a_layer_can_train_with_another_scale():
     torch.testing.assert_close(plain(x)[1], torch.softmax(q @ k.transpose(-2, -1), -1))
     with pytest.raises(ValueError, match="scale must be a finite number > 0"):
         MultiHeadAttention(8, 2, scale=0.0)
+
+
+# --- the hook points: the one way to intervene ----------------------------------------------
+
+def test_each_hook_point_sees_its_tensor_with_grouped_heads_as_documented():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(12, 6, n_kv_heads=2)
+    x = rand(2, 5, 12, seed=21)
+    out, weights = attn(x, attnlab.causal_mask(5))
+    seen = {}
+
+    def keep(name):
+        return lambda t: seen.setdefault(name, t)
+
+    points = ("values", "mask", "scores", "weights", "heads")
+    with probes.hooked(*((getattr(attn, f"hook_{n}"), keep(n)) for n in points)):
+        again, weights_again = attn(x, attnlab.causal_mask(5))
+    assert torch.equal(again, out) and torch.equal(weights_again, weights)  # reading: no change
+    assert seen["values"].shape == (2, 2, 5, 2)  # (B, H_kv, S, D)
+    assert seen["mask"].shape == (5, 5) and seen["mask"].dtype == torch.bool  # (T, S)
+    assert seen["scores"].shape == seen["weights"].shape == (2, 6, 5, 5)  # (B, H, T, S)
+    assert torch.equal(seen["weights"], weights)
+    assert seen["heads"].shape == (2, 6, 5, 2)  # (B, H, T, D)
+    assert not any(getattr(attn, f"hook_{n}").hooked for n in points)  # gone after the block
+    assert "HookPoint" not in repr(attn)  # a printed model shows its layers only
+
+
+def test_a_replaced_tensor_flows_on_and_the_mask_point_gets_a_mask_where_there_was_none():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2)
+    x = rand(1, 4, 8, seed=22)
+
+    def only_first_key(w):  # (B, H, T, S): every query reads key 0 alone
+        return torch.zeros_like(w).index_fill(-1, torch.tensor([0]), 1.0)
+
+    with probes.hooked((attn.hook_weights, only_first_key)):
+        out, w = attn(x)
+    _, _, v = attn.project(x)
+    torch.testing.assert_close(out, attn.out(merge_heads(v[:, :, :1].expand(-1, -1, 4, -1))))
+    assert torch.equal(w, only_first_key(w))
+    with probes.hooked((attn.hook_mask, lambda m: m & attnlab.causal_mask(4))):
+        _, causal = attn(x)  # no mask given: the hook turns all-True into causal
+    assert torch.equal(causal, attn(x, attnlab.causal_mask(4))[1])
+    with pytest.raises(TypeError, match="hook point"), probes.hooked((attn.q, abs)):
+        pass

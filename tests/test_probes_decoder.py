@@ -4,7 +4,7 @@ probes of the sorter's BOS sink and of where its heads point."""
 import pytest
 import torch
 
-from attnlab.attention import MultiHeadAttention, causal_mask
+from attnlab.attention import HOOK_POINTS, MultiHeadAttention, causal_mask
 from attnlab.probes import hide_key, pointing_scores
 
 
@@ -47,13 +47,13 @@ def test_hide_key_is_undone_after_an_error_and_refuses_bad_arguments():
     attn, x = layer_and_input()
     with pytest.raises(RuntimeError), hide_key(attn, position=0):
         raise RuntimeError
-    assert not attn._forward_pre_hooks and not attn.v._forward_hooks
+    assert not any(getattr(attn, f"hook_{n}").hooked for n in HOOK_POINTS)
     with pytest.raises(TypeError, match="MultiHeadAttention"), hide_key(torch.nn.Linear(2, 2),
                                                                         position=0):
         pass
     with pytest.raises(ValueError, match="how"), hide_key(attn, position=0, how="zero"):
         pass
-    with pytest.raises(ValueError, match="needs the MultiHeadAttention"), hide_key(position=0):
+    with pytest.raises(TypeError, match="name the model"), hide_key(position=0):
         pass
 
 

@@ -135,7 +135,7 @@ def test_uniform_attention_gives_every_image_the_set_mean(trained):
     (weights,) = model.attention_maps(x)
     assert weights.shape == (3, 4, 10, 10)
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 10, dtype=torch.float64))
-    with attnlab.uniform_attention():
+    with attnlab.uniform_attention(model):
         (uniform,) = model.attention_maps(x)
     assert torch.allclose(uniform, torch.full_like(uniform, 0.1))
 

@@ -34,7 +34,7 @@ def test_notebook_03s_model_is_accurate_and_needs_its_attention(recipe_model):
     assert all(len(v) == RECIPE["epochs"] for v in h.values())
     assert recipe_model.test_accuracy >= 0.97
     x, y, _ = recipe_model.test.tensors(recipe_model.vocab)
-    with attnlab.uniform_attention():
+    with attnlab.uniform_attention(model):
         assert evaluate(model, x, y)[1] <= 0.65  # the words no longer single each other out
     assert (len(recipe_model.train), len(recipe_model.test)) == (
         RECIPE["n_train"], RECIPE["n_test"])
