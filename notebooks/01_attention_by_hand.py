@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
+from attnlab import diagrams
 from attnlab.exercises import ex01
 from attnlab.plots import attention_heatmap, head_grid
 from attnlab.report import fmt
@@ -320,7 +321,14 @@ ex01.predict_winner(winner_guess, w4[0])
 # d_head = d_model / n_heads numbers of every token's query, key and value: head $h$ gets the
 # numbers $h \cdot d_{head}$ to $(h + 1) \cdot d_{head} - 1$. Each head attends on its own; then
 # the heads' outputs are put side by side again (*merge*) and mixed by one more matrix, $W_O$.
-#
+
+# %% [markdown]
+# The whole path, with 4 heads (one colour each):
+
+# %% tags=["hide-input"]
+diagrams.show("qkv_heads")
+
+# %% [markdown]
 # You write the two moves between the shapes.
 
 # %% [markdown]

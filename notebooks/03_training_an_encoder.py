@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import probes
+from attnlab import diagrams, probes
 from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
 from attnlab.exercises import ex03
 from attnlab.models import TinyTransformer
@@ -98,6 +98,13 @@ print("ids:  ", vocab.encode(example))
 
 # %% [markdown]
 # ### Inside the block
+#
+# The encoder block of step 2, drawn:
+
+# %% tags=["hide-input"]
+diagrams.show("encoder_block")
+
+# %% [markdown]
 #
 # The block wraps each of its two parts the same way:
 #

@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
+from attnlab import diagrams
 from attnlab.exercises import ex07
 from attnlab.generation import (
     LENGTH,
@@ -66,8 +67,13 @@ attnlab.seed_everything(0)
 # all positions in parallel. When it generates, though, the tokens after position t do not exist
 # yet. So in training, position t must not see them either: query t may attend to keys
 # 0, 1, …, t (itself and the past) and to nothing later. The *causal mask* says so: a (T, T)
-# table of True/False, row = query, column = key, True = may attend.
-#
+# table of True/False, row = query, column = key, True = may attend. Beside it, the same mask
+# for a batch that is padded: a padding token is no key either.
+
+# %% tags=["hide-input"]
+diagrams.show("causal_mask")
+
+# %% [markdown]
 # Before the softmax, every score the mask forbids becomes −∞; e^−∞ = 0, so a forbidden key gets
 # exactly zero weight and the others share all of it. That is the one line a decoder adds to
 # attention, here on random queries and keys.

@@ -44,7 +44,7 @@ from matplotlib.ticker import NullLocator
 from torch import nn
 
 import attnlab
-from attnlab import cost, kv_cache, online_softmax
+from attnlab import cost, diagrams, kv_cache, online_softmax
 from attnlab.attention import merge_heads
 from attnlab.exercises import ex08
 from attnlab.report import fmt
@@ -545,6 +545,13 @@ def my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number)
 my_bytes_per_token = ex08.bytes_per_token(my_bytes_per_token)  # yours if right, else attnlab's
 
 # %% [markdown]
+# One decoding step, drawn: the new token's keys and values join the cache, and with fewer
+# key/value heads than query heads each cached head serves a group of queries.
+
+# %% tags=["hide-input"]
+diagrams.show("kv_cache_gqa")
+
+# %% [markdown]
 # Published configurations (from the models' `config.json`), 16-bit. Mistral 7B v0.1 also has a
 # *sliding window*: each token attends only to the 4096 before it, so the cache never holds more
 # than 4096 tokens.
@@ -701,6 +708,12 @@ def online_update(m, total, acc, scores, v_block):
 
 
 online_update = ex08.online_update(online_update)  # yours if it is right, attnlab's otherwise
+
+# %% [markdown]
+# What `online_update` does, drawn for one query and blocks (tiles) of 4 keys:
+
+# %% tags=["hide-input"]
+diagrams.show("online_softmax_tiles")
 
 # %% [markdown]
 # Attention in two blocks of 8 keys, with whichever `online_update` the check returned:

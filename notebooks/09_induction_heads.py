@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
-from attnlab import probes
+from attnlab import diagrams, probes
 from attnlab.exercises import ex09
 from attnlab.induction import (
     LENGTH,
@@ -525,8 +525,12 @@ ex09.induction_layer(guess_layer, max(best, key=best.get))
 # of weight; both heads of layer 2 are induction heads, reading the token after the previous
 # occurrence with more than five times uniform. Before the drop none of them did (no score
 # above three times uniform): the drop is the moment these heads form. The one-layer model
-# has neither.
-#
+# has neither. How the two work together, drawn:
+
+# %% tags=["hide-input"]
+diagrams.show("induction_circuit")
+
+# %% [markdown]
 # Here are the two kinds of head on one test sequence (the first copy's positions in red).
 
 # %% tags=["hide-input"]

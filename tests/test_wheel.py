@@ -28,6 +28,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "attnlab/__init__.py" in names and "attnlab/classroom/runner.py" in names
+    assert "attnlab/diagrams/encoder_block.svg" in names  # package data: the pictures
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/"))]
 
 

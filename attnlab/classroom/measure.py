@@ -11,8 +11,9 @@ canvas pixels, where that scale does not enter.
 builds the decks (as `make slides`), visits every slide and lists the slides that do not fit
 and the figures that are not readable; it exits 1 if there is any. The smallest font size of a
 figure is the one recorded in its PNG when it was drawn (attnlab.classroom.figures, loaded by
-the runner into every kernel of `make notebooks`); a figure stored before that has no record
-and is listed as such. Needs Debian's Chromium (/usr/bin/chromium) and Playwright (a test tool,
+the runner into every kernel of `make notebooks`), or for a drawn diagram (attnlab.diagrams,
+SVG) the smallest font-size it sets; a figure stored before that has no record and is listed
+as such. Needs Debian's Chromium (/usr/bin/chromium) and Playwright (a test tool,
 in requirements-dev.txt).
 """
 from __future__ import annotations
@@ -63,6 +64,15 @@ _MEASURE_JS = """async (fontKey) => {
     }
     return found;
   };
+  const svgFont = (src) => {  // a drawn diagram: the smallest font-size it sets (16: SVG's default)
+    if (!src.startsWith('data:image/svg+xml')) return undefined;
+    const head = src.slice(0, src.indexOf(',')), body = src.slice(src.indexOf(',') + 1);
+    const text = head.endsWith(';base64') ? atob(body) : decodeURIComponent(body);
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    const sizes = Array.from(doc.querySelectorAll('[font-size]'),
+                             e => parseFloat(e.getAttribute('font-size')));
+    return sizes.length ? Math.min(...sizes) : 16;
+  };
   const size = Reveal.getComputedSlideSize();
   const slides = [], figures = [];
   const stacks = Reveal.getHorizontalSlides();
@@ -100,7 +110,8 @@ _MEASURE_JS = """async (fontKey) => {
         const given = isFinite(maxHeight) ? Math.min(area, maxHeight * ratio) : area;
         // the bitmap as drawn: object-fit contain keeps its aspect inside the element's box
         const shownW = Math.min(img.clientWidth, img.clientHeight * ratio);
-        const font = pngText(img.getAttribute('src') || '')[fontKey];
+        const src = img.getAttribute('src') || '';
+        const font = pngText(src)[fontKey] ?? svgFont(src);
         figures.push({h: h, v: v, number: number, heading: text, nth: ++nth,
                       natural: [img.naturalWidth, img.naturalHeight],
                       rendered: [shownW, shownW / ratio], given: given,
