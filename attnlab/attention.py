@@ -29,16 +29,29 @@ class HookPoint(nn.Module):
     """A named place inside `MultiHeadAttention` where a tensor can be read or replaced, the
     one way attnlab intervenes on attention (TransformerLens's hook points). It passes its input
     on unchanged; a forward hook registered on it (`attn.hook_weights.register_forward_hook`,
-    or `attnlab.probes.hooked`) sees the tensor and may return the one that flows on."""
+    or `attnlab.probes.hooked`) sees the tensor and may return the one that flows on.
+
+    A layer's point named `name` first passes the tensor through `EVERY[name]`, the point of
+    that name that every layer shares (`uniform_attention()` with no model hooks it): a hook
+    there acts on every attention, also on layers built or copied while it is in force."""
+
+    def __init__(self, name: str | None = None):
+        super().__init__()
+        self.name = name  # None: one of the shared points themselves
 
     def forward(self, x):
-        return x
+        shared = EVERY.get(self.name)
+        return shared(x) if shared is not None and shared.hooked else x
 
     @property
     def hooked(self) -> bool:
-        """Whether a hook is registered here (the mask hook point then gets a mask even where
-        the caller passed none)."""
-        return bool(self._forward_hooks)
+        """Whether a hook is registered here or on the shared point of this name (the mask
+        point then gets a mask even where the caller passed none)."""
+        shared = EVERY.get(self.name)
+        return bool(self._forward_hooks) or (shared is not None and shared.hooked)
+
+
+EVERY = {point: HookPoint() for point in HOOK_POINTS}  # shared by every MultiHeadAttention
 
 
 def as_bool_mask(mask, name: str = "mask") -> torch.Tensor:
@@ -112,7 +125,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale: float | None = No
     `scale` defaults to 1/sqrt(d_k); notebook 02 passes scale=1.0 to show what goes wrong.
     A query whose every key is masked has nothing to read: its weights and output are zero.
     """
-    return _attention(q, k, v, check_attention_args(q, k, v, mask), scale)
+    shared = [EVERY[p] if EVERY[p].hooked else None for p in ("scores", "weights")]
+    return _attention(q, k, v, check_attention_args(q, k, v, mask), scale, *shared)
 
 
 def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None,
@@ -239,7 +253,7 @@ class MultiHeadAttention(nn.Module):
         # Where attnlab.probes intervenes (`attend` says what each one sees). Not registered as
         # submodules: they hold no weights, and a printed model stays a list of its layers.
         for point in HOOK_POINTS:
-            object.__setattr__(self, f"hook_{point}", HookPoint())
+            object.__setattr__(self, f"hook_{point}", HookPoint(point))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 context: torch.Tensor | None = None):

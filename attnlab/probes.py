@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .attention import HookPoint, MultiHeadAttention, causal_mask
+from .attention import EVERY, HookPoint, MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
 
 
@@ -70,10 +70,16 @@ def uniform_attention(*modules: nn.Module, heads: Sequence[int] | None = None):
     """Within the block, attention gives each query the uniform weight over the keys its mask
     allows (1/3 each if a query may read 3 keys); nothing else changes.
 
-    `modules`: a model (every MultiHeadAttention in it) or attention layers; with `heads`, only
-    those heads of them (an ablation of one head). Every score of a chosen head is made 0 before
-    the mask, so masks keep their meaning.
+    No arguments: every attention in attnlab (the hook point every layer shares, so also the
+    layers a training inside the block builds, and `scaled_dot_product_attention`). `modules`:
+    a model (every MultiHeadAttention in it) or attention layers; with `heads`, only those heads
+    of them (an ablation of one head). Every score of a chosen head is made 0 before the mask,
+    so masks keep their meaning.
     """
+    if not modules:
+        if heads is not None:
+            raise ValueError("heads needs the MultiHeadAttention layers they belong to")
+        return hooked((EVERY["scores"], torch.zeros_like))
     layers = attention_layers(*modules)
     chosen = _heads(layers, heads)
 
