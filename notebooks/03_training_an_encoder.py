@@ -168,7 +168,7 @@ encode = ex03.encode(my_encode, model)
 # <details><summary>Hint 2</summary>
 #
 # The mask must broadcast to the weights (B, H, T, T) and say, for every key, whether it is a
-# real token: the key axis is the last one, so the (B, T) test `x != PAD` needs two new axes in
+# real token: the key axis is the last one, so the (B, T) test `x != vocab.PAD` needs two new axes in
 # the middle. Post-norm adds first and normalises the sum.
 # </details>
 
