@@ -27,7 +27,7 @@ PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
 
-.PHONY: setup dev run replicate test test-portable lint lab notebooks student release colab grade sync fetch doctor vendor \
+.PHONY: setup dev run replicate test test-portable lint lab notebooks student release colab grade nbgrader sync fetch doctor vendor \
 	slides html bench clean lock app space
 
 setup: $(STAMP)     ## .venv with the students' lock (requirements.txt) and attnlab
@@ -85,6 +85,10 @@ colab: setup        ## Colab-ready student notebooks into build/colab: make cola
 grade: setup        ## grade submitted notebooks by their checks into grades.csv: make grade SUBMISSIONS=dir
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir (student/NN_name.ipynb files)"; exit 2; }
 	$(BIN)/python -m attnlab.classroom.grade $(SUBMISSIONS) --out grades.csv
+
+nbgrader: setup     ## the series as an nbgrader course (solutions, locked test cells, config): make nbgrader DIR=../course
+	@test -n "$(DIR)" || { echo "usage: make nbgrader DIR=folder (new, empty, or a previous export)"; exit 2; }
+	$(BIN)/python -m attnlab.classroom.course $(DIR) $(NB)
 
 sync: setup         ## bring each .ipynb/.py pair back in sync after editing either side
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py

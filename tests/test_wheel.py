@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -29,6 +30,19 @@ def test_the_wheel_holds_the_package_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "attnlab/__init__.py" in names and "attnlab/classroom/runner.py" in names
     assert "attnlab/diagrams/encoder_block.svg" in names  # package data: the pictures
+    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/"))]
+
+
+def test_the_sdist_holds_the_package_and_none_of_the_tests(tmp_path):
+    """setuptools puts tests/test_*.py into an sdist by default, without the conftest.py, the
+    notebooks and the assets they need: MANIFEST.in keeps them in the repository."""
+    built = subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta;"
+                            " print(build_meta.build_sdist(sys.argv[1]))", str(tmp_path)],
+                           capture_output=True, text=True, check=True, cwd=ROOT, timeout=300)
+    with tarfile.open(tmp_path / built.stdout.strip().splitlines()[-1]) as sdist:
+        names = [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
+    assert "attnlab/__init__.py" in names and "attnlab/diagrams/encoder_block.svg" in names
+    assert {"LICENSE", "README.md", "pyproject.toml"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/"))]
 
 

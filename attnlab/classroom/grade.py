@@ -40,18 +40,22 @@ MARKS = {"✓": "right", "✗": "not yet", "○": "not attempted", "✎": "predi
 FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "status")
 
 
-def check_lines(nb) -> list[tuple[str, str]]:
-    """(mark, exercise name) of every check line in an executed notebook's outputs, in order.
+def cell_checks(cell) -> list[tuple[str, str]]:
+    """(mark, exercise name) of every check line in one executed cell's outputs, in order.
     A check line is `<mark> <name>: <message>`; other printed lines are not checks."""
+    if cell.cell_type != "code":
+        return []
     found = []
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for line in text_lines(cell):
-            mark, _, rest = line.partition(" ")
-            if mark in MARKS and ": " in rest:
-                found.append((mark, rest.split(": ", 1)[0]))
+    for line in text_lines(cell):
+        mark, _, rest = line.partition(" ")
+        if mark in MARKS and ": " in rest:
+            found.append((mark, rest.split(": ", 1)[0]))
     return found
+
+
+def check_lines(nb) -> list[tuple[str, str]]:
+    """`cell_checks` of every cell of an executed notebook, in order."""
+    return [found for cell in nb.cells for found in cell_checks(cell)]
 
 
 def run_one(path: Path, timeout: int) -> dict:

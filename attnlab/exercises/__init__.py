@@ -62,6 +62,7 @@ TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stoppe
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
 _predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown yet, and when
+_last_mark: dict[str, str] = {}  # per check name: the mark of its last line in this kernel
 
 
 class _TimeLimit(Exception):
@@ -131,12 +132,28 @@ class Verdict:
         return cls(TODO, text)
 
 
-def say(mark: str, message: str, hint: str | None = None) -> None:
-    """Print the one feedback line: mark, message and (for ✗) the hint."""
-    line = f"{mark} {message}"
+def say(mark: str, name: str, message: str, hint: str | None = None) -> None:
+    """Print the one feedback line, `<mark> <name>: <message>` and (for ✗) the hint, and
+    remember the mark as the check's last verdict in this kernel (what `require` reads)."""
+    _last_mark[name] = mark
+    line = f"{mark} {name}: {message}"
     if hint and mark == WRONG:
         line += f" Hint: {hint}"
     print(line)
+
+
+def require(name: str) -> None:
+    """Raise AssertionError unless the check `name` has run in this kernel and its last line was
+    ✓ (for a prediction: ✎, a guess given). A check itself never raises, so the graded test
+    cells of the nbgrader export (`attnlab.classroom.course`) call this after each check: a
+    blank or wrong answer then costs its point, and a prediction earns it by being made."""
+    mark = _last_mark.get(name)
+    if mark in (RIGHT, PREDICTED):
+        return
+    if mark is None:
+        raise AssertionError(f"the check {name!r} has not run: run the cells above this one")
+    meaning = "not attempted" if mark == TODO else "not yet right"
+    raise AssertionError(f"{name}: {meaning} ({mark}); see the check's line above")
 
 
 def untouched(answer) -> bool:
@@ -157,7 +174,7 @@ def check_answer(answer, judge: Callable, *, name: str, reference, hint: str | t
     Returns the answer (or the Verdict's value) when right, else `reference`.
     """
     if untouched(answer):
-        say(TODO, f"{name}: {todo}")
+        say(TODO, name, todo)
         return reference
     limit = 5 * TIME_LIMIT_S if seconds is None else seconds
     verdict, crash = call_safely(judge, answer, seconds=limit, who="checking your answer")
@@ -170,12 +187,12 @@ def check_answer(answer, judge: Callable, *, name: str, reference, hint: str | t
     elif not isinstance(verdict, Verdict):  # a bug of ours: still a line, not a traceback
         verdict = Verdict.wrong(f"this check could not judge your answer ({_kind(verdict)})")
     if verdict.mark == RIGHT:
-        say(RIGHT, f"{name}: {_sentence(verdict.text or success or 'right')}")
+        say(RIGHT, name, _sentence(verdict.text or success or "right"))
         return answer if verdict.value is _ANSWER else verdict.value
     if verdict.mark == TODO:
-        say(TODO, f"{name}: {verdict.text}")
+        say(TODO, name, verdict.text)
         return reference
-    say(WRONG, f"{name}: {_sentence(verdict.text)}", _hint_step(name, verdict.hint or hint))
+    say(WRONG, name, _sentence(verdict.text), _hint_step(name, verdict.hint or hint))
     return reference
 
 
@@ -318,34 +335,36 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
 
 def none_returned(fn) -> Verdict:
     """The verdict on a student's function that returned None: ○ while its body still holds the
-    placeholder `...`, else ✗, since code that runs and hands back nothing forgot `return`."""
-    if _still_the_placeholder(fn):
-        return Verdict.todo("not attempted yet (your function returns None); replace the `...` "
-                            "and run the cell again.")
+    placeholder, else ✗, since code that runs and hands back nothing forgot `return`."""
+    placeholder = _placeholder_left(fn)
+    if placeholder is not None:
+        return Verdict.todo(f"not attempted yet (your function returns None); replace the "
+                            f"`{placeholder}` and run the cell again.")
     return Verdict.wrong("your function runs but returns None",
                          "a function hands back only what it `return`s: end yours with `return` "
                          "and the result.")
 
 
-def _still_the_placeholder(fn) -> bool:
-    """Whether `fn`'s body still holds the student edition's placeholder `...` (some exercises
-    give a first line or two before it), or nothing but `pass`, as far as its source can be
-    read; a function whose source cannot be read (a lambda, a builtin) counts as untouched, so
-    it gets ○ rather than a ✗ it may not deserve."""
+def _placeholder_left(fn) -> str | None:
+    """The placeholder still in `fn`'s body: the student edition's `...` or the nbgrader
+    release's `pass` (some exercises give a first line or two before it), else None. A function
+    whose source cannot be read (a lambda, a builtin) counts as untouched ("..."), so it gets ○
+    rather than a ✗ it may not deserve."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return True
+        return "..."
     defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if len(defs) != 1:
-        return True
+        return "..."
     body = defs[0].body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
         body = body[1:]  # the docstring
-    placeholder = [isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                   and node.value.value is ... for node in body]
-    return any(placeholder) or all(isinstance(node, ast.Pass) for node in body)
+    if any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+           and node.value.value is ... for node in body) or not body:
+        return "..."
+    return "pass" if any(isinstance(node, ast.Pass) for node in body) else None
 
 def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
               rtol: float) -> str | None:
@@ -403,12 +422,12 @@ def prediction(guess, *, name: str, read: Callable, describe: Callable[[object],
         if key is not None:
             state.before.add(key)
     if untouched(guess):
-        say(TODO, f"{name}: {todo}")
+        say(TODO, name, todo)
     elif problem is not None:
-        say(TODO, f"{name}: {_sentence(problem)} {write}")
+        say(TODO, name, f"{_sentence(problem)} {write}")
     else:
         late = "" if key in state.before else " (written after the measurement was shown)"
-        say(PREDICTED, f"{name}: {_sentence(describe(value) + late)} {lesson}".rstrip())
+        say(PREDICTED, name, f"{_sentence(describe(value) + late)} {lesson}".rstrip())
     return None
 
 
