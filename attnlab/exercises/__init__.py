@@ -508,3 +508,10 @@ def _kind(x) -> str:
         return f"a {type(x).__name__} of {len(x)} item{'' if len(x) == 1 else 's'}"
     kind = type(x).__name__
     return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+# Every notebook imports this package: from here on, a cell run before the cell that makes one
+# of its names says which cell to run first, instead of a bare NameError (see `order`).
+from . import order as _order  # noqa: E402 - after the checks it does not need
+
+_order.install()

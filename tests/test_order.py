@@ -1,0 +1,41 @@
+"""A cell run out of order says which cell to run first (issue 28), in a real kernel."""
+import nbformat
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from attnlab.exercises import order
+
+
+def test_first_maker_finds_the_cell_that_binds_a_name_at_its_top_level():
+    cells = [{"cell_type": "markdown", "source": "## Training\nsome prose"},
+             {"cell_type": "code", "source": "%matplotlib inline\ndef helper():\n    model = 1"},
+             {"cell_type": "code", "source": "for step in range(3):\n    model, loss = 1, 2"},
+             {"cell_type": "code", "source": "import numpy as np\nfrom torch import nn"}]
+    assert order.first_maker("model", cells) == (2, "Training", "for step in range(3):")
+    assert order.first_maker("np", cells)[0] == 3 and order.first_maker("nn", cells)[0] == 3
+    assert order.first_maker("helper", cells)[0] == 1
+    assert order.first_maker("PAD", cells) is None  # a typo keeps Python's own traceback
+
+
+def test_a_kernel_names_the_cell_to_run_first_and_the_cell_still_fails(tmp_path, monkeypatch):
+    nb = new_notebook(cells=[
+        new_code_cell("import attnlab.exercises"),
+        new_code_cell("print(model)"),  # run before the cell that makes it
+        new_markdown_cell("## Training"),
+        new_code_cell("model = 'trained'"),
+        new_code_cell("print(PADD)"),  # a name no cell makes
+    ])
+    path = tmp_path / "lesson.ipynb"
+    nbformat.write(nb, path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # what Jupyter sets for the kernel
+    NotebookClient(nb, timeout=60, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (early,) = nb.cells[1].outputs
+    assert early.output_type == "error" and early.ename == "NameError"
+    shown = "\n".join(early.traceback)
+    assert "`model` is not defined yet" in shown and "code cell 3, under \"Training\"" in shown
+    assert "model = 'trained'" in shown and "Run All Above" in shown
+    assert "Traceback" not in shown and len(early.traceback) == 1
+    (typo,) = nb.cells[4].outputs
+    assert typo.ename == "NameError" and "PADD" in typo.evalue
+    assert "not defined yet" not in "\n".join(typo.traceback)  # Python's own message
