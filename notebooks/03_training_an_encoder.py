@@ -25,8 +25,9 @@
 #   see whether the predictions survive;
 # - how to score each head against the uniform level and against chance, and how to find the
 #   heads a model cannot do without;
-# - what hiding a word from attention and zeroing its value each say, and how post-norm and
-#   pre-norm blocks train at a high learning rate, with and without a warm-up.
+# - what hiding a word from attention and zeroing its value each say;
+# - optional (*Going further*): position or polarity, and post-norm against pre-norm with a
+#   warm-up.
 #
 # Assumes: notebook 01 (scaled dot-product and multi-head attention) and basic PyTorch
 # (tensors, `nn.Module`).
@@ -115,8 +116,7 @@ diagrams.show("encoder_block")
 # - **LayerNorm** rescales each token's vector to mean 0 and variance 1 over its 32 numbers
 #   (then applies a learned scale and shift), which keeps the numbers in a range where
 #   training is stable. Normalising after the addition is called **post-norm**, as in the
-#   original Transformer; most models since GPT-2 normalise before each part (**pre-norm**):
-#   the last section measures the difference.
+#   original Transformer; most models since GPT-2 normalise before each part (**pre-norm**).
 #
 # The **padding mask** is one line: a query may attend to a key only when the key is a real
 # token, not `PAD`.
@@ -207,8 +207,8 @@ assert test_acc[-1] >= 0.97 and max(test_acc[:3]) < 0.6
 # %% [markdown]
 # For three epochs the model stays near chance; then it finds the relation between the words and
 # the test accuracy climbs to the last epoch's value above. `attnlab.train.train_classifier()`
-# is this loop with the bookkeeping around it (it makes the data, the vocabulary and the model
-# from the seed and records each epoch); with no arguments it trains exactly this model.
+# is this loop with its bookkeeping (data, vocabulary and model from the seed, a record of each
+# epoch); with no arguments it trains exactly this model.
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -259,11 +259,11 @@ ex03.uniform_accuracy(guess, uniform_accuracy)
 assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
 
 # %% [markdown]
-# Uniform weights cost this model much of its accuracy: a large part of what it gets right, it
-# gets right through its attention, so its weights are worth reading. How much it loses is a
-# fact of this one training run; the five models further down show how much it varies.
+# Uniform weights cost this model much of its accuracy: much of what it gets right, it gets
+# right through its attention, so its weights are worth reading. How much it loses varies from
+# run to run (five models follow).
 #
-# That is a fact about this trained model, not about the task. Under uniform attention each
+# That is a fact about this model, not about the task. Under uniform attention each
 # token still carries its own position vector through the residual path and the feed-forward
 # layer, and a sum over tokens of "this positive word stands late" and "this negative word
 # stands early" could decide the label without any token reading another. Does a model find
@@ -409,23 +409,6 @@ assert share[("first word", "decisive word")].max() > 2 * level  # and the first
 # uniform weight on the first word, and in some head the first word on the decisive one.
 # After the block, each sentiment word's vector holds both words, and its own position tells
 # which came first.
-#
-# Do the heads read a word for *where* it stands, or for *what* it is? Split the same score by
-# polarity: the positive word and the negative word of each review, whatever their order.
-
-# %%
-positive = torch.isin(x_test, torch.tensor([vocab.stoi[w] for w in POSITIVE])).int().argmax(1)
-negative = torch.isin(x_test, torch.tensor([vocab.stoi[w] for w in NEGATIVE])).int().argmax(1)
-polarity = {name: target_scores(weights, real, where)["times_uniform"]
-            for name, where in (("positive word", positive), ("negative word", negative))}
-print(f"{'× uniform':14} " + " ".join(f"{f'head {h}':>7}" for h in range(4)))
-for name, values in {**{k: scores[k]["times_uniform"] for k in ("first word", "decisive word")},
-                     **polarity}.items():
-    print(f"{name:14} " + " ".join(f"{fmt(v, 2):>7}" for v in values))
-
-# %% [markdown]
-# Two descriptions of the same weights. Which one fits better, and which head does what, is
-# not the same in every model: the next section trains four more and compares.
 
 # %% [markdown]
 # ## One head at a time, in five models
@@ -482,53 +465,8 @@ assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models 
 # In every model some head can be made uniform at a cost of a few points at most; how much
 # the most needed head costs varies from model to model by more than ten points; and it is
 # not the same head in every model. So "head 0" names nothing: a head's index is an accident
-# of the training, and a head is named by what the notebook measures in the model at hand. A
-# heatmap of a head that can go at no cost would have looked as structured as
-# any; only the ablation tells it apart.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# And what the heads read, in each of the five: the best score over the four heads for each
-# word (× uniform), with the head that has it.
-
-# %% tags=["hide-input"]
-def best_reading(net, x, y):
-    """{word: (best × uniform over the heads, that head)} for the four words of each review."""
-    ids = {name: torch.tensor([vocab.stoi[w] for w in words])
-           for name, words in (("positive", POSITIVE), ("negative", NEGATIVE))}
-    (w,) = net.attention_maps(x)  # (N, H, T, T)
-    mask = x != vocab.PAD
-    where = {"first word": torch.isin(x, torch.cat(list(ids.values()))).int().argmax(1),
-             "decisive word": None,
-             "positive word": torch.isin(x, ids["positive"]).int().argmax(1),
-             "negative word": torch.isin(x, ids["negative"]).int().argmax(1)}
-    where["decisive word"] = torch.where(y == 1, where["positive word"], where["negative word"])
-    best = {}
-    for name, at in where.items():
-        score = target_scores(w, mask, at)["times_uniform"]  # (H,)
-        best[name] = (score.max().item(), int(score.argmax()))
-    return best
-
-
-readings = {s: best_reading(*run) for s, run in runs.items()}
-print(f"{'seed':<6}" + "".join(f"{name:>18}" for name in readings[0]))
-for s, best in readings.items():
-    print(f"{s:<6}" + "".join(f"{fmt(v, 2):>11} (h{h})" for v, h in best.values()))
-
-# %% tags=["remove-cell"]
-assert abs(readings[0]["decisive word"][0] - scores["decisive word"]["times_uniform"].max()) < 1e-12
-for best in readings.values():
-    assert max(v for v, _ in best.values()) > 2.0, "every model reads some sentiment word"
-by_polarity = sum(max(best["positive word"][0], best["negative word"][0])
-                  > max(best["first word"][0], best["decisive word"][0])
-                  for best in readings.values())
-assert by_polarity >= 3, "most models read by polarity more than by position"
-
-# %% [markdown]
-# In every model some head reads a sentiment word at more than twice the uniform level. In
-# most of the five the strongest reading is by polarity (a head that reads the positive word,
-# or the negative one, wherever it stands), not by position, and again the heads' numbers
-# change from model to model. What a head reads is a fact about one trained model; that the
-# model needs its attention is a fact about all five.
+# of training; name a head by what you measure in the model at hand. A heatmap of a head that
+# can go at no cost would have looked as structured as any; only the ablation tells it apart.
 
 # %% [markdown]
 # ## Hide a word, or zero what it gives
@@ -618,23 +556,107 @@ for name in hidden:
 assert min(hidden["first word"], hidden["decisive word"]) < 0.9 and hidden["but"] > 0.97
 
 # %% [markdown]
-# For each word the two interventions land close together (within 0.15 of each other, in every
-# model we tried). Taking a sentiment word out of attention costs accuracy (how much, and for
-# which of the two more, differs from model to model: its own vector still reaches the mean);
-# "but" costs almost nothing: the model never needed it. In these reviews "but" always stands
-# between the two words, so their order alone decides, and the model learned the order.
+# For each word the two interventions land close together (within 0.15 of each other). Taking
+# a sentiment word out of attention costs accuracy, though its own vector still reaches the
+# mean; "but" costs almost nothing: the model never needed it. In these reviews "but" always
+# stands between the two words, so their order alone decides, and the model learned the order.
 #
-# That the two interventions roughly agree says something about these words: what they
-# receive, they also give. Notebook 06 meets a token where the two disagree completely, [CLS] in a
-# pre-trained model, which receives much weight and gives little: weight on a token is not
-# information from it, and the two interventions tell them apart.
+# That the two roughly agree says something about these words: what they receive, they also
+# give. Notebook 06 meets a token where they disagree, [CLS], which receives much weight and
+# gives little.
 
 # %% [markdown]
-# ## Post-norm or pre-norm, and the warm-up
+# ## What we learned
 #
-# Our block normalises after each residual addition (post-norm), as the original Transformer
-# did; it also trained with a **warm-up**, a learning rate that starts small and rises over
-# the first steps. Most later models normalise each part's input instead (pre-norm:
+# - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
+#   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
+#   it to the test accuracy printed above on reviews a bag of words cannot solve.
+# - Before reading attention, take it away: uniform weights cost each of five models at least
+#   15 points and leave most below 0.7, so their weights carry much of their decisions. The
+#   task itself does not need attention: trained with uniform weights from the start, the same
+#   recipe also passed 0.9, through word and position.
+# - Scored against the uniform level, each sentiment word reads the other, in some head at
+#   more than twice uniform. Over five seeds some head can always go at no cost, and which
+#   head matters most changes from seed to seed: name a head by what it does, never by its
+#   number.
+# - Hiding a word and zeroing its value roughly agree for these words; "but" can go at no
+#   cost, because the order of the two words already decides.
+# - Notebook 04 asks what the position vectors contributed to all this.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing on the main line needs it. *By position, or by polarity?* asks whether the
+# heads read a word for where it stands or for what it is, in the five models; *Post-norm or
+# pre-norm* trains both blocks at a high learning rate, with and without a warm-up.
+
+# %% [markdown]
+# ### By position, or by polarity?
+#
+# Do the heads read a word for *where* it stands, or for *what* it is? Split the × uniform
+# score of "Scoring every head" by polarity: the positive word and the negative word of each
+# review, whatever their order.
+
+# %%
+positive = torch.isin(x_test, torch.tensor([vocab.stoi[w] for w in POSITIVE])).int().argmax(1)
+negative = torch.isin(x_test, torch.tensor([vocab.stoi[w] for w in NEGATIVE])).int().argmax(1)
+polarity = {name: target_scores(weights, real, where)["times_uniform"]
+            for name, where in (("positive word", positive), ("negative word", negative))}
+print(f"{'× uniform':14} " + " ".join(f"{f'head {h}':>7}" for h in range(4)))
+for name, values in {**{k: scores[k]["times_uniform"] for k in ("first word", "decisive word")},
+                     **polarity}.items():
+    print(f"{name:14} " + " ".join(f"{fmt(v, 2):>7}" for v in values))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Two descriptions of the same weights. Which fits better in each of the five models of "One
+# head at a time"? The best score over the four heads for each word (× uniform), with its head:
+
+# %% tags=["hide-input"]
+def best_reading(net, x, y):
+    """{word: (best × uniform over the heads, that head)} for the four words of each review."""
+    ids = {name: torch.tensor([vocab.stoi[w] for w in words])
+           for name, words in (("positive", POSITIVE), ("negative", NEGATIVE))}
+    (w,) = net.attention_maps(x)  # (N, H, T, T)
+    mask = x != vocab.PAD
+    where = {"first word": torch.isin(x, torch.cat(list(ids.values()))).int().argmax(1),
+             "decisive word": None,
+             "positive word": torch.isin(x, ids["positive"]).int().argmax(1),
+             "negative word": torch.isin(x, ids["negative"]).int().argmax(1)}
+    where["decisive word"] = torch.where(y == 1, where["positive word"], where["negative word"])
+    best = {}
+    for name, at in where.items():
+        score = target_scores(w, mask, at)["times_uniform"]  # (H,)
+        best[name] = (score.max().item(), int(score.argmax()))
+    return best
+
+
+readings = {s: best_reading(*run) for s, run in runs.items()}
+print(f"{'seed':<6}" + "".join(f"{name:>18}" for name in readings[0]))
+for s, best in readings.items():
+    print(f"{s:<6}" + "".join(f"{fmt(v, 2):>11} (h{h})" for v, h in best.values()))
+
+# %% tags=["remove-cell"]
+assert abs(readings[0]["decisive word"][0] - scores["decisive word"]["times_uniform"].max()) < 1e-12
+for best in readings.values():
+    assert max(v for v, _ in best.values()) > 2.0, "every model reads some sentiment word"
+by_polarity = sum(max(best["positive word"][0], best["negative word"][0])
+                  > max(best["first word"][0], best["decisive word"][0])
+                  for best in readings.values())
+assert by_polarity >= 3, "most models read by polarity more than by position"
+
+# %% [markdown]
+# In every model some head reads a sentiment word at more than twice the uniform level. In
+# most of the five the strongest reading is by polarity (a head that reads the positive word,
+# or the negative one, wherever it stands), not by position, and again the heads' numbers
+# change from model to model. What a head reads is a fact about one trained model; that the
+# model needs its attention is a fact about all five.
+
+# %% [markdown]
+# ### Post-norm or pre-norm, and the warm-up
+#
+# Our block normalises after each residual addition (post-norm), as did the original
+# Transformer, which also trained with a **warm-up**: a learning rate that starts small and
+# rises over the first steps. Most later models normalise each part's input instead (pre-norm:
 # `x + MHA(LayerNorm(x))`), which leaves the residual path free of normalisation. A measurement
 # at a learning rate of 0.03 (ten times the recipe's), two blocks, 6 epochs, two seeds each:
 # post-norm without and with a warm-up over the first 50 steps, and pre-norm without one.
@@ -699,24 +721,6 @@ assert said["pre-norm"] == ["learned and kept it"] * 2
 # seed. With the warm-up it does learn, but not steadily: of its two runs, at least one falls
 # back after its best epoch or never gets there (the table says which, the figure shows how
 # far). Pre-norm learns in both seeds without any warm-up, and keeps what it learned. Two seeds
-# of one small model are not a law, and we have not measured *why*; Xiong et al. (2020) give the analysis: a post-norm block's gradients are largest at the start
-# of training, which is what a warm-up's small first steps protect against.
-
-# %% [markdown]
-# ## What we learned
-#
-# - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
-#   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
-#   it to the test accuracy printed above on reviews a bag of words cannot solve.
-# - Before reading attention, take it away: uniform weights cost each of five models at least
-#   15 points and leave most below 0.7, so their weights carry much of their decisions. The task itself does not need attention: trained with
-#   uniform weights from the start, the same recipe also passed 0.9, through word and position.
-# - Scored against the uniform level, each sentiment word reads the other, in some head at
-#   more than twice uniform. Over five seeds every model needs its attention, some head can
-#   always go at no cost, and which head matters most, and what it reads, changes from seed to
-#   seed: name a head by what it does, never by its number.
-# - Hiding a word and zeroing its value roughly agree for these words; "but" can go at no cost, because
-#   the order of the two words already decides.
-# - At a high learning rate, post-norm needed a warm-up to learn at all, and even with it did
-#   not learn steadily; pre-norm learned without one and kept it.
-# - Notebook 04 asks what the position vectors contributed to all this.
+# of one small model are not a law, and we have not measured *why*; Xiong et al. (2020) give
+# the analysis: a post-norm block's gradients are largest at the start of training, which is
+# what a warm-up's small first steps protect against.

@@ -12,8 +12,7 @@
 # Notebook 03's model added a learned position vector to every token. Did it need to? Here we
 # take the positions away, on a task where word order does not matter and on notebook 03's task,
 # where it is all that matters. Then we compare the ways of giving a model positions: a learned
-# table, the original Transformer's sinusoidal table, and rotary positions; and we ask what each
-# does with a sequence longer than any it was trained on.
+# table, the original Transformer's sinusoidal table, and rotary positions.
 
 # %% [markdown]
 # ## What you will learn
@@ -25,7 +24,8 @@
 #   Transformer multiplies its token vectors by √d_model (measured);
 # - how rotary positions turn queries and keys so that attention scores depend only on the
 #   distance between two tokens, and to write that turn yourself;
-# - what learned, sinusoidal, rotary and no positions do past the training length.
+# - in an optional *Going further* part, for after notebook 07: what each encoding does past the
+#   training length.
 #
 # Assumes: notebook 03 (the TinyTransformer, its training loop and recipe, the contrast reviews,
 # `attnlab.uniform_attention(model)`).
@@ -647,7 +647,35 @@ plt.show()
 table = show_table(sorted(runs, key=lambda key: (key[0], ENCODINGS.index(key[1]))))
 
 # %% [markdown]
-# ## Past the training length
+# ## What we learned
+#
+# - Self-attention without positions is permutation-equivariant, and with mean pooling the
+#   encoder reads a set: on the contrast task it is right on exactly one review of each twin
+#   pair, at chance, while on the bag task positions add nothing measurable. "Removing it
+#   changed nothing" is a statement about the task: test an ablation on a task that needs what
+#   was removed.
+# - Uniform attention tells whether a trained model needs its attention: the bag models with
+#   learned or no positions do not; every contrast model does (it loses more than 15 points).
+#   Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
+# - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
+#   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
+#   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in
+#   both seeds; rotary ones later, in one run.
+# - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
+#   precision; with an added sinusoidal table it does not.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing above needs it. *Past the training length* trains small causal decoders
+# (notebook 07's) and asks what learned, sinusoidal, rotary and no positions do with positions
+# longer than any seen in training.
+
+# %% [markdown]
+# ### Past the training length
+#
+# This part uses the causal decoder that notebook 07 builds (`DecoderOnly`, with its causal
+# mask): come back to it after notebook 07.
 #
 # A model trained on sequences up to length L meets a longer one. What does each encoding do with
 # positions it never saw? A classifier over 5-15 words does not ask this; a decoder does. Take a
@@ -794,24 +822,3 @@ assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
 # answer depends on the absolute position, or distances longer than any seen in training, would
 # test them differently, and large language models with rotary positions are known to degrade
 # past their training length too.
-
-# %% [markdown]
-# ## What we learned
-#
-# - Self-attention without positions is permutation-equivariant, and with mean pooling the
-#   encoder reads a set: on the contrast task it is right on exactly one review of each twin
-#   pair, at chance, while on the bag task positions add nothing measurable. "Removing it
-#   changed nothing" is a statement about the task: test an ablation on a task that needs what
-#   was removed.
-# - Uniform attention tells whether a trained model needs its attention: the bag models with
-#   learned or no positions do not; every contrast model does (it loses more than 15 points).
-#   Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
-# - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
-#   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
-#   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in
-#   both seeds; rotary ones later, in one run.
-# - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
-#   precision; with an added sinusoidal table it does not.
-# - Past the training length, on "two back", rotary decoders kept a test accuracy of 0.99 or
-#   more, sinusoidal ones fell to near chance, a learned table could not be read, and a decoder
-#   without positions did what counting its past allows, at both lengths.

@@ -9,26 +9,26 @@
 # %% [markdown]
 # # 05 · A pre-trained CNN, and attention over what it sees
 #
-# So far every network in this series was trained by us. Real work mostly starts from a network
-# someone else trained on a large data set. Here we use one **without training it at all**:
-# MobileNetV2, a convolutional network (CNN) trained to classify ImageNet photographs, turns each
-# image into 1,280 numbers, an *embedding*. We search with those embeddings, read the search as
-# attention, and then let a small Transformer attend over a **set** of them to find the image
-# that does not belong.
+# Real work mostly starts from a network someone else trained on a large data set. Here we use
+# one **without training it at all**: MobileNetV2, a convolutional network (CNN) trained to
+# classify ImageNet photographs, turns each image into 1,280 numbers, an *embedding*. We search
+# with those embeddings, read the search as attention, and then let a small Transformer attend
+# over a **set** of them to find the image that does not belong.
 
 # %% [markdown]
 # ## What you will learn
 #
 # - what a frozen pre-trained CNN gives: a vector per image, in which images of one kind lie
-#   close, measured against raw pixels on centred images and on moved ones, and against the
-#   same network with random weights;
+#   close, measured against raw pixels on centred images and on moved ones;
 # - that a soft nearest-neighbour vote, softmax(cos / τ) over a database with the labels as
 #   values, *is* attention, and that τ slides it from the nearest neighbour to the class
 #   frequencies;
 # - to build a Transformer encoder without positions over a set of embeddings, train it to find
 #   the odd image, and check that it treats its input as a set;
 # - to test whether that model needs its attention weights before reading them, and to measure
-#   what its heads do with the odd image.
+#   what its heads do with the odd image;
+# - optional, in "Going further": the same network with random weights, five results per
+#   search, sets of other sizes.
 #
 # Assumes: notebook 01 (attention as a soft lookup), 02 (the scale of the scores), 03 (the
 # uniform-attention test and head scores), 04 (without positions, attention sees a set), the
@@ -57,9 +57,8 @@ attnlab.seed_everything(0)
 #
 # `attnlab.load_fashion_mnist()` returns Fashion-MNIST (Zalando Research, MIT licence): 28×28
 # grey product photos of ten kinds of clothing, shoes and bags, as
-# `keras.datasets.fashion_mnist.load_data()` returns them, from local files whose sha256 is
-# checked first. We use the first 4,000 images of the training split and the first 1,000 of the
-# test split.
+# `keras.datasets.fashion_mnist.load_data()` returns them. We use the first 4,000 images of the
+# training split and the first 1,000 of the test split.
 
 # %%
 (x_train, y_train), (x_test, y_test) = attnlab.load_fashion_mnist()
@@ -83,9 +82,8 @@ assert set(np.unique(y_train)) == set(np.unique(y_test)) == set(range(10))
 #
 # Its weights come from 224×224-pixel training; we feed 96×96 inputs to keep the CPU time low.
 # Each image is resized to 96×96, copied into the three colour channels and scaled from
-# [0, 255] to [−1, 1], as the network's training images were. (attnlab runs the Keras weights
-# with every BatchNorm folded into the convolution before it, a speed trick:
-# `attnlab/embeddings.py`; the tests check it against Keras's own `predict`.)
+# [0, 255] to [−1, 1], as the network's training images were. (For speed, attnlab folds each
+# BatchNorm into the convolution before it; the tests check it against Keras's `predict`.)
 
 # %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 network = mobilenet_v2(0.35)
@@ -175,49 +173,7 @@ assert paired(moved_cnn, moved_pix_hit)[0] > 4 * paired(moved_cnn, moved_pix_hit
 # %% [markdown]
 # Moving the queries by 3 pixels costs the embedding a few right answers and the pixel search
 # more than a quarter of its own: pixel cosine compares grey levels place by place, and the same
-# shoe 3 pixels further on puts other grey levels in most places. On centred images the two are
-# level, on moved ones they are not.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Is that tolerance of moves the **pre-training's**, or the **architecture's**? A CNN slides each
-# filter over every position and averages its last feature map over positions, whatever its
-# weights. The control: the same MobileNetV2, built by Keras with **random weights**
-# (`weights=None`, Keras's own initialisers: `attnlab.embed_images(x, seed=s)`), three draws,
-# in the same search. A random network embeds as slowly as the trained one, so every row below
-# uses the first 500 database images and the first 300 queries, centred and moved as above. (A
-# query whose best match of its kind and best of another kind are a near-tie counts half: the
-# last bits of a random network's features, which differ between CPUs, would decide it.)
-
-# %%
-q300, db500 = slice(300), slice(500)
-control = {"ImageNet weights": retrieval.top1_centred_and_moved(
-    test_emb[q300], moved_emb[q300], db_emb[db500], y_test[q300], db_y[db500])}
-random_weights = retrieval.random_weights_control(
-    x_test[q300], x_moved[q300], x_train[db500], y_test[q300], db_y[db500], seeds=(0, 1, 2))
-control.update({f"random weights, seed {s}": r for s, r in random_weights.items()})
-control["raw pixels"] = retrieval.top1_centred_and_moved(
-    test_pix[q300], moved_pix[q300], db_pix[db500], y_test[q300], db_y[db500])
-print(f"{'top-1 (300 queries)':<27}{'centred':>8}{'moved':>7}{'lost':>6}")
-for name, r in control.items():
-    lost = (r["centred"].sum() - r["moved"].sum()) / len(r["moved"])  # sums of 0, 0.5 and 1: exact
-    print(f"{name:<27}{fmt(r['centred'].mean(), 2):>8}{fmt(r['moved'].mean(), 2):>7}"
-          f"{fmt(lost, 2):>6}")
-
-# %% tags=["remove-cell"]
-trained = control["ImageNet weights"]
-for r in random_weights.values():
-    assert r["centred"].mean() > 3 * chance, "random weights: far above chance on centred images"
-    assert r["centred"].mean() - r["moved"].mean() > 0.1, "loses a tenth or more, every draw"
-    gain, gain_se = paired(trained["moved"], r["moved"])
-    assert gain > 4 * gain_se, "moved queries: ImageNet weights beat every random draw"
-assert trained["centred"].mean() - trained["moved"].mean() < 0.1, "less than a tenth"
-
-# %% [markdown]
-# Random weights already put images of a kind close on centred queries, far above chance. But
-# moved 3 pixels, every random draw loses a tenth of top-1 or more, where the ImageNet weights
-# lose less than a tenth, and on moved queries the pre-trained network beats every draw by more than
-# four standard errors. Convolutions and pooling alone do not give the tolerance of moves here:
-# the pre-training does. That is what the pre-trained network gives.
+# shoe 3 pixels further on puts other grey levels in most places.
 
 # %% [markdown]
 # ## 4 · Retrieval is attention
@@ -270,8 +226,7 @@ def my_soft_knn(queries, database, labels, tau):
 soft_knn = ex05.soft_knn(my_soft_knn)
 
 # %% [markdown]
-# The two limits, on the MobileNetV2 embeddings. At τ = 10⁻⁶ the nearest item's score is far
-# above the others' after division, so it takes almost all the weight; at τ = 10 all cosines
+# The two limits, on the MobileNetV2 embeddings: τ = 10⁻⁶, and τ = 10, where all cosines
 # (which lie between −1 and 1) divide down to nearly the same score.
 
 # %%
@@ -436,8 +391,8 @@ assert accuracy["mean"] < min(per_seed) - 0.15 and accuracy["mean"] > 3 * 0.1
 # The no-attention rule picks, in each set, the image whose MobileNetV2 embedding has the lowest
 # cosine to the set's mean embedding. Each of the three set models beats it by far, and the
 # three lie within a few points of each other; all are far above chance. Does the pre-trained
-# embedding matter? On centred images, as in retrieval, compare seed 0's two models on the same
-# sets; then move every test image 3 pixels, as above, and ask both models again.
+# embedding matter? Compare seed 0's two models on the same sets, centred and then moved 3
+# pixels, as in retrieval.
 
 # %%
 diff, se = paired(right["cnn"].numpy(), right["pixels"].numpy())
@@ -454,8 +409,7 @@ assert accuracy["cnn"] - moved_acc["cnn"] < 0.1 and accuracy["pixels"] - moved_a
 # %% [markdown]
 # On centred images the two are within a few points of each other. On moved images the pixel
 # model drops by more than 0.3 and the embedding model by less than 0.1: the same lesson as in
-# retrieval, where the same network with random weights lost far more under moves than the
-# pre-trained one. That tolerance is the reason to use the pre-trained network.
+# retrieval.
 #
 # **It treats its input as a set.** Without positional encoding, permuting the 10 images of a
 # set must permute the 10 scores and change nothing else (notebook 04). Checked on every test
@@ -540,8 +494,7 @@ for row in rights.values():
 # section 4 gave the mean of the values too). The learned weights add the rest: every model
 # needs them. In most of the three models no single head does the job: making any one head
 # uniform costs less than half of what making all four uniform costs, and the work is spread
-# over the heads. Whether that holds, and which head costs most, is a fact of each model: read
-# it from the table, not from a head's number.
+# over the heads.
 
 # %% [markdown]
 # ### Where does the attention go?
@@ -615,9 +568,9 @@ assert torch.allclose(from_others, scores["from_others"]) and torch.allclose(on_
 
 # %% [markdown]
 # Is that table a fact about the task, or about seed 0's model? The same scores for all three
-# models, each head named by what it does: the head with the highest **hit rate** (the others
-# read the odd image most), and the head where the odd image keeps the most weight **on
-# itself**, beside what the majority images keep on themselves in that head.
+# models, each head named by what it does: the head with the highest **hit rate**, and the head
+# where the odd image keeps the most weight **on itself**, beside what the majority images keep
+# on themselves in that head.
 
 # %%
 roles_by_seed = {}
@@ -636,11 +589,113 @@ for _, keeps, r in roles_by_seed.values():
 
 # %% [markdown]
 # One thing holds in every model: in some head the odd image keeps more than 1.2 times the
-# weight on itself that a majority image keeps on its own (how much more varies by model). Its attention differs from
-# everyone else's, and that difference is something the score can read. How often the nine
-# read the odd image most (the hit rate against the base rate of 1 in 10) varies from model to
-# model, and so does which head does what: a head's number is an accident of the training, so
-# we name a head by what it does, never by its index.
+# weight on itself that a majority image keeps on its own (how much more varies by model). Its
+# attention differs from everyone else's, and that difference is something the score can read.
+# The hit rate, and which head does what, vary from model to model: a head's number is an
+# accident of the training, so we name a head by what it does, never by its index.
+
+# %% tags=["remove-cell"]
+quoted = {"1-NN": (hit_cnn.mean(), 0.764), "1-NN pixels": (hit_pix.mean(), 0.771),
+          "chance": (chance, 0.100)}  # the same images whatever the seed
+assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()), quoted
+
+# %% [markdown]
+# ## What we learned
+#
+# - A frozen ImageNet network, never trained on Fashion-MNIST, puts images of a kind next to
+#   each other: 1-NN top-1 0.764 where chance is 0.100, level with raw pixels (0.771) on
+#   centred images; with the queries moved 3 pixels it kept most of its right answers, pixels
+#   lost more than a quarter of theirs.
+# - Retrieval is attention: softmax(cos / τ) over the database, with one-hot labels as values.
+#   At τ = 10⁻⁶ it gave 1-NN's answer for all 1,000 queries, at τ = 10 the database's most
+#   common class for all of them: uniform weights return the mean of the values.
+# - A Transformer encoder without positions over sets of 10 embeddings found the odd image in
+#   more than 8 of 10 test sets with each of three seeds, well above the no-attention rule and
+#   chance. On centred images a model on raw pixels came within a few points of it; with the
+#   images moved 3 pixels the pixel model lost more than 0.3, the embedding model less than 0.1.
+#   Permuting a set permuted its scores, to float precision.
+# - Under uniform attention every seed lost accuracy, but kept far more than chance: the set's
+#   mean carries much of the answer, the learned weights add the rest. In most models one head
+#   made uniform cost less than half of that: the work is spread over the heads, and which head
+#   does what changes with the training, so a head is named by what it does, not by its number.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing on the main line needs it. The same network with random weights shows where
+# the tolerance of moves comes from; five results per search score retrieval another way; and
+# an explore exercise runs the set model on sets of other sizes.
+
+# %% [markdown]
+# ### Random weights: the pre-training, or the architecture?
+#
+# In section 3, moving the queries 3 pixels cost MobileNetV2's search a few right answers and
+# the pixel search more than a quarter of its own. Is that tolerance of moves the
+# **pre-training's**, or the **architecture's**? A CNN slides each filter over every position
+# and averages its last feature map over positions, whatever its weights. The control: the same
+# MobileNetV2, built by Keras with **random weights** (`weights=None`, Keras's own initialisers:
+# `attnlab.embed_images(x, seed=s)`), three draws, in the same search. A random network embeds
+# as slowly as the trained one, so every row below uses the first 500 database images and the
+# first 300 queries, centred and moved as in section 3. (A query whose best match of its kind
+# and best of another kind are a near-tie counts half: the last bits of a random network's
+# features, which differ between CPUs, would decide it.)
+
+# %%
+q300, db500 = slice(300), slice(500)
+control = {"ImageNet weights": retrieval.top1_centred_and_moved(
+    test_emb[q300], moved_emb[q300], db_emb[db500], y_test[q300], db_y[db500])}
+random_weights = retrieval.random_weights_control(
+    x_test[q300], x_moved[q300], x_train[db500], y_test[q300], db_y[db500], seeds=(0, 1, 2))
+control.update({f"random weights, seed {s}": r for s, r in random_weights.items()})
+control["raw pixels"] = retrieval.top1_centred_and_moved(
+    test_pix[q300], moved_pix[q300], db_pix[db500], y_test[q300], db_y[db500])
+print(f"{'top-1 (300 queries)':<27}{'centred':>8}{'moved':>7}{'lost':>6}")
+for name, r in control.items():
+    lost = (r["centred"].sum() - r["moved"].sum()) / len(r["moved"])  # sums of 0, 0.5 and 1: exact
+    print(f"{name:<27}{fmt(r['centred'].mean(), 2):>8}{fmt(r['moved'].mean(), 2):>7}"
+          f"{fmt(lost, 2):>6}")
+
+# %% tags=["remove-cell"]
+trained = control["ImageNet weights"]
+for r in random_weights.values():
+    assert r["centred"].mean() > 3 * chance, "random weights: far above chance on centred images"
+    assert r["centred"].mean() - r["moved"].mean() > 0.1, "loses a tenth or more, every draw"
+    gain, gain_se = paired(trained["moved"], r["moved"])
+    assert gain > 4 * gain_se, "moved queries: ImageNet weights beat every random draw"
+assert trained["centred"].mean() - trained["moved"].mean() < 0.1, "less than a tenth"
+
+# %% [markdown]
+# Random weights already put images of a kind close on centred queries, far above chance. But
+# moved 3 pixels, every random draw loses a tenth of top-1 or more, where the ImageNet weights
+# lose less than a tenth, and on moved queries the pre-trained network beats every draw by more
+# than four standard errors. Convolutions and pooling alone do not give the tolerance of moves
+# here: the pre-training does. That is what the pre-trained network gives.
+
+# %% [markdown]
+# ### Five results instead of one
+#
+# A search engine shows several results. Two ways to score the first five: **precision@5**, the
+# share of all five results with the query's label, and **hit@5**, the share of queries with at
+# least one right result among the five (metric-learning papers call it Recall@5).
+
+# %%
+print(f"{'search space':<14} {'top-1':>6} {'precision@5':>12} {'hit@5':>6}")
+five = {}
+for name, queries, database in (("MobileNetV2", test_emb, db_emb),
+                                ("raw pixels", test_pix, db_pix)):
+    nn5 = retrieval.nearest_neighbours(queries, database, k=5)       # (1000, 5)
+    rates = retrieval.same_class_rates(y_test, db_y, nn5)            # "top5" is precision@5
+    five[name] = (rates["top1"], rates["top5"], retrieval.hit_at_k(y_test, db_y[nn5]).item())
+    print(f"{name:<14} " + " ".join(fmt(v, 3).rjust(w) for v, w in zip(five[name], (6, 12, 6))))
+
+# %% tags=["remove-cell"]
+assert all(p5 < top1 < h5 for top1, p5, h5 in five.values())
+
+# %% [markdown]
+# For both, precision@5 < top-1 < hit@5: the 2nd to 5th neighbours are less similar to the query
+# than the first, and hit@5 forgives four wrong results if one is right. Which number matters
+# depends on the user: one who looks at the first result only, at all five, or until one is
+# right.
 
 # %% [markdown]
 # ### Explore: sets of another size
@@ -675,57 +730,8 @@ my_size = min(s for s in found if all(found[t] >= 0.8 for t in found if t >= s))
 my_size = ex05.smallest_set(my_size, model, test_emb, y_test)
 
 # %% tags=["remove-cell"]
-quoted = {"1-NN": (hit_cnn.mean(), 0.764), "1-NN pixels": (hit_pix.mean(), 0.771),
-          "chance": (chance, 0.100)}  # the same images whatever the seed
-assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()), quoted
 assert my_size <= 5
 
 # %% [markdown]
-# ## What we learned
-#
-# - A frozen ImageNet network, never trained on Fashion-MNIST, puts images of a kind next to
-#   each other: 1-NN top-1 0.764 where chance is 0.100, level with raw pixels (0.771) on
-#   centred images; with the queries moved 3 pixels it kept most of its right answers, pixels
-#   lost more than a quarter of theirs. The same network with random weights lost a tenth of
-#   top-1 or more in every draw: the tolerance of moves comes from the pre-training, not from
-#   convolutions and pooling alone.
-# - Retrieval is attention: softmax(cos / τ) over the database, with one-hot labels as values.
-#   At τ = 10⁻⁶ it gave 1-NN's answer for all 1,000 queries, at τ = 10 the database's most
-#   common class for all of them: uniform weights return the mean of the values.
-# - A Transformer encoder without positions over sets of 10 embeddings found the odd image in
-#   more than 8 of 10 test sets with each of three seeds, well above the no-attention rule and
-#   chance. On centred images a model on raw pixels came within a few points of it; with the
-#   images moved 3 pixels the pixel model lost more than 0.3, the embedding model less than 0.1.
-#   Permuting a set permuted its scores, to float precision.
-# - Under uniform attention every seed lost accuracy, but kept far more than chance: the set's
-#   mean carries much of the answer, the learned weights add the rest. In most models one head
-#   made uniform cost less than half of that: the work is spread over the heads, and which head
-#   does what changes with the training, so a head is named by what it does, not by its number.
-# - It runs on sets of any size, and from a handful of images on it found the odd one in at
-#   least 80 % of sets; a set of 2 has no odd image.
-
-# %% [markdown]
-# ## Appendix · Five results instead of one
-#
-# A search engine shows several results. Two ways to score the first five: **precision@5**, the
-# share of all five results with the query's label, and **hit@5**, the share of queries with at
-# least one right result among the five (metric-learning papers call it Recall@5).
-
-# %%
-print(f"{'search space':<14} {'top-1':>6} {'precision@5':>12} {'hit@5':>6}")
-five = {}
-for name, queries, database in (("MobileNetV2", test_emb, db_emb),
-                                ("raw pixels", test_pix, db_pix)):
-    nn5 = retrieval.nearest_neighbours(queries, database, k=5)       # (1000, 5)
-    rates = retrieval.same_class_rates(y_test, db_y, nn5)            # "top5" is precision@5
-    five[name] = (rates["top1"], rates["top5"], retrieval.hit_at_k(y_test, db_y[nn5]).item())
-    print(f"{name:<14} " + " ".join(fmt(v, 3).rjust(w) for v, w in zip(five[name], (6, 12, 6))))
-
-# %% tags=["remove-cell"]
-assert all(p5 < top1 < h5 for top1, p5, h5 in five.values())
-
-# %% [markdown]
-# For both, precision@5 < top-1 < hit@5: the 2nd to 5th neighbours are less similar to the query
-# than the first, and hit@5 forgives four wrong results if one is right. Which number matters
-# depends on the user: one who looks at the first result only, at all five, or until one is
-# right.
+# It runs on sets of any size, and from a handful of images on it found the odd one in at
+# least 80 % of sets; a set of 2 has no odd image.

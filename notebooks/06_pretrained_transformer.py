@@ -17,9 +17,8 @@
 # weight file, the vocabulary and our code.
 #
 # Then we use it and question it: sentence similarity; a sentiment classifier on top of the
-# frozen encoder; whether it needs its attention at all; what its heads do, measured over many
-# sentences; and, against a TinyTransformer trained from scratch, what pre-training buys on
-# words neither model was trained on, and whether their confidence can be trusted.
+# frozen encoder; whether it needs its attention at all; and what its heads do, measured over
+# many sentences.
 
 # %% [markdown]
 # ## What you will learn
@@ -30,12 +29,11 @@
 #   to read them over many sentences, not one;
 # - that the weight a token receives is not the information it gives: two interventions, hiding
 #   it as a key and zeroing its value, tell them apart;
-# - what pre-training buys on words never seen in training, and how a reliability diagram shows
-#   whether a model's confidence can be trusted.
+# - optional, in *Going further*: what pre-training buys on words never seen in training, a
+#   reliability diagram, and the sentiment app.
 #
-# Assumes: notebooks 01 (multi-head attention), 03 (the encoder block, the TinyTransformer,
-# hiding a word from attention) and 04 (the one-word "bag" reviews), and the cosine of two
-# vectors (05).
+# Assumes: notebooks 01 (multi-head attention), 03 (the encoder block, hiding a word from
+# attention) and 04 (the one-word "bag" reviews), and the cosine of two vectors (05).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -201,60 +199,6 @@ print(f"test accuracy on {len(test)}: "
 
 # %% tags=["remove-cell"]
 assert min(head_accs) >= 0.95
-
-# %% [markdown]
-# Why not notebook 03's contrast reviews ("… dull … but … superb …", the word after "but"
-# decides)? A sentence vector is a mean over tokens. Swap the two sentiment words of a contrast
-# review and its label flips; how far does its sentence vector move?
-
-# %%
-contrast = data.make_contrast_reviews(200, seed=0)
-sentiment_words = set(data.POSITIVE + data.NEGATIVE)
-swapped = []
-for words, _, _ in contrast:
-    first, second = [i for i, w in enumerate(words) if w in sentiment_words]
-    turned = list(words)
-    turned[first], turned[second] = words[second], words[first]  # the label flips
-    swapped.append(" ".join(turned))
-x_contrast, x_swapped = minilm.encode(contrast.texts()), minilm.encode(swapped)  # (200, 384)
-swap_cos = (x_contrast * x_swapped).sum(1)  # (200,)
-print(f"{contrast.texts()[1]!r} -> {swapped[1]!r}")
-print(f"cosine of a contrast review and its swap, over {len(contrast)} reviews: mean "
-      f"{fmt(swap_cos.mean(), 3)}, lowest {fmt(swap_cos.min(), 3)}")
-
-# %% tags=["remove-cell"]
-assert swap_cos.mean() > 0.95 and swap_cos.min() > 0.7
-
-# %% [markdown]
-# Two reviews with opposite labels get nearly the same vector. Nearly, not exactly: can a linear
-# layer still tell them apart? Train one by the head's recipe on 150 reviews and their swaps (300
-# vectors: every bag of words once with each label) and test it on the other 50 pairs, three
-# seeds.
-
-# %%
-y_contrast = torch.tensor(contrast.labels)  # (200,)   its swap has the other label
-probe_x = torch.cat([x_contrast, x_swapped])  # (400, 384)
-probe_y = torch.cat([y_contrast, 1 - y_contrast])  # (400,)
-fit_side = torch.arange(len(probe_y)) % len(contrast) < 150  # (400,)   a pair on one side
-probe_accs = []  # (accuracy on its 300 training vectors, on the 100 held out) per seed
-for s in SEEDS:
-    probe, _ = fit_head(probe_x[fit_side], probe_y[fit_side], probe_x[~fit_side],
-                        probe_y[~fit_side], seed=s)
-    probe_accs.append([evaluate(probe, probe_x[side], probe_y[side])[1]
-                       for side in (fit_side, ~fit_side)])
-print("a linear layer on contrast reviews and their swaps, accuracy (chance: 0.5)")
-for s, (on_fit, held_out) in zip(SEEDS, probe_accs):
-    print(f"  seed {s}: {fmt(on_fit, 3)} on its training vectors, {fmt(held_out, 3)} held out")
-
-# %% tags=["remove-cell"]
-assert all(0.55 < held_out < 0.85 and on_fit < 0.9 for on_fit, held_out in probe_accs)
-assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
-
-# %% [markdown]
-# It separates them a little: better than chance on pairs it never saw, but far from what the
-# head does on one-word reviews, and below 0.9 even on its own training vectors. The mean
-# keeps which words occur and only a faint trace of which one comes after "but". So the head (and
-# the sentiment app) use the one-word reviews, which a mean carries.
 
 # %% [markdown]
 # ## Does MiniLM need its attention?
@@ -611,7 +555,90 @@ assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU
 # model may still resolve *it* elsewhere, in its vectors; the weights alone do not show it.
 
 # %% [markdown]
-# ## Words neither model was trained on
+# ## What we learned
+#
+# - A published transformer is the attention we wrote: all-MiniLM-L6-v2's weights, loaded into
+#   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals,
+#   and its mean-pooled sentence vectors put each of six sentences next to its paraphrase.
+# - MiniLM needs its attention: with uniform weights its sentence vectors keep a cosine of only
+#   about 0.44 with their normal selves (probe sentences); three sentiment heads, on a task a bag
+#   of words solves, each lose a few points.
+# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences,
+#   no other token more than a quarter of a layer's attention. Zeroing its value changes almost
+#   nothing; hiding it as a key moves the vectors far; for the sentiment word both do about the
+#   same. Weight on a token is not information from it; the two interventions tell them apart.
+# - In seven minimal pairs the weights of *it* move only a little more than in seven control pairs
+#   whose changed word leaves the referent alone, and no head follows the referent in every pair:
+#   the weights show no head that tracks what *it* refers to.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing on the main line needs it. *Why one-word reviews?* measures what a
+# mean-pooled sentence vector keeps of notebook 03's contrast reviews; *Words neither model was
+# trained on* sets MiniLM + head against a TinyTransformer trained from scratch, on unseen
+# synonyms and in a reliability diagram; *The sentiment app* lets both models answer a review you
+# type.
+
+# %% [markdown]
+# ### Why one-word reviews?
+#
+# Why does the head not read notebook 03's contrast reviews ("… dull … but … superb …", the word
+# after "but" decides)? A sentence vector is a mean over tokens. Swap the two sentiment words of
+# a contrast review and its label flips; how far does its sentence vector move?
+
+# %%
+contrast = data.make_contrast_reviews(200, seed=0)
+sentiment_words = set(data.POSITIVE + data.NEGATIVE)
+swapped = []
+for words, _, _ in contrast:
+    first, second = [i for i, w in enumerate(words) if w in sentiment_words]
+    turned = list(words)
+    turned[first], turned[second] = words[second], words[first]  # the label flips
+    swapped.append(" ".join(turned))
+x_contrast, x_swapped = minilm.encode(contrast.texts()), minilm.encode(swapped)  # (200, 384)
+swap_cos = (x_contrast * x_swapped).sum(1)  # (200,)
+print(f"{contrast.texts()[1]!r} -> {swapped[1]!r}")
+print(f"cosine of a contrast review and its swap, over {len(contrast)} reviews: mean "
+      f"{fmt(swap_cos.mean(), 3)}, lowest {fmt(swap_cos.min(), 3)}")
+
+# %% tags=["remove-cell"]
+assert swap_cos.mean() > 0.95 and swap_cos.min() > 0.7
+
+# %% [markdown]
+# Two reviews with opposite labels get nearly the same vector. Nearly, not exactly: can a linear
+# layer still tell them apart? Train one by the head's recipe on 150 reviews and their swaps (300
+# vectors: every bag of words once with each label) and test it on the other 50 pairs, three
+# seeds.
+
+# %%
+y_contrast = torch.tensor(contrast.labels)  # (200,)   its swap has the other label
+probe_x = torch.cat([x_contrast, x_swapped])  # (400, 384)
+probe_y = torch.cat([y_contrast, 1 - y_contrast])  # (400,)
+fit_side = torch.arange(len(probe_y)) % len(contrast) < 150  # (400,)   a pair on one side
+probe_accs = []  # (accuracy on its 300 training vectors, on the 100 held out) per seed
+for s in SEEDS:
+    swap_probe, _ = fit_head(probe_x[fit_side], probe_y[fit_side], probe_x[~fit_side],
+                        probe_y[~fit_side], seed=s)
+    probe_accs.append([evaluate(swap_probe, probe_x[side], probe_y[side])[1]
+                       for side in (fit_side, ~fit_side)])
+print("a linear layer on contrast reviews and their swaps, accuracy (chance: 0.5)")
+for s, (on_fit, held_out) in zip(SEEDS, probe_accs):
+    print(f"  seed {s}: {fmt(on_fit, 3)} on its training vectors, {fmt(held_out, 3)} held out")
+
+# %% tags=["remove-cell"]
+assert all(0.55 < held_out < 0.85 and on_fit < 0.9 for on_fit, held_out in probe_accs)
+assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
+
+# %% [markdown]
+# It separates them a little: better than chance on pairs it never saw, but far from what the
+# head does on one-word reviews, and below 0.9 even on its own training vectors. The mean
+# keeps which words occur and only a faint trace of which one comes after "but": a contrast
+# review and its swap, with opposite labels, keep a cosine above 0.95 on average. So the head
+# (and the sentiment app) use the one-word reviews, which a mean carries.
+
+# %% [markdown]
+# ### Words neither model was trained on
 #
 # Now the TinyTransformer of notebooks 03–04, trained from scratch on the same one-word reviews
 # (`train_classifier(task="bag")`, all its weights learned), against MiniLM + head. Both solve
@@ -650,7 +677,7 @@ assert min(unseen_accs) > 0.9 and min(unseen_accs) - tiny_acc > 0.3 and abs(tiny
 # 0.9 with each of the three heads.
 
 # %% [markdown]
-# ### Can its confidence be trusted?
+# #### Can its confidence be trusted?
 #
 # A model's **confidence** is the probability it gives its own answer. A model whose confidence
 # can be trusted is right about as often as it is confident: of the answers it gives with
@@ -796,7 +823,7 @@ assert sum(same_side) == len(synonyms)
 # saw.
 
 # %% [markdown]
-# ## The sentiment app
+# ### The sentiment app
 #
 # Type a review and both models answer, with their probability and where they looked: each
 # token's background is as dark as the attention it receives (last layer, mean over heads and
@@ -825,25 +852,3 @@ print(app.text(app.analyze("<b>bold?</b> 🙂")))
 # %%
 app.widget
 
-# %% [markdown]
-# ## What we learned
-#
-# - A published transformer is the attention we wrote: all-MiniLM-L6-v2's weights, loaded into
-#   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals,
-#   and its mean-pooled sentence vectors put each of six sentences next to its paraphrase. The
-#   mean has a price: a contrast review and its swap, with opposite labels, keep a cosine above
-#   0.95 on average, and a linear layer tells them apart only a little better than chance.
-# - MiniLM needs its attention: with uniform weights its sentence vectors keep a cosine of only
-#   about 0.44 with their normal selves (probe sentences); three sentiment heads, on a task a bag
-#   of words solves, each lose a few points.
-# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences,
-#   no other token more than a quarter of a layer's attention. Zeroing its value changes almost
-#   nothing; hiding it as a key moves the vectors far; for the sentiment word both do about the
-#   same. Weight on a token is not information from it; the two interventions tell them apart.
-# - In seven minimal pairs the weights of *it* move only a little more than in seven control pairs
-#   whose changed word leaves the referent alone, and no head follows the referent in every pair:
-#   the weights show no head that tracks what *it* refers to.
-# - On sentiment words it never saw, the frozen encoder with a 770-weight head stays accurate
-#   (above 0.9, three heads) and its confidence matches its accuracy; the TinyTransformer falls
-#   to near chance, its accuracy below 0.7 even at its highest confidence: its `<unk>` vector
-#   never trained. Confidence is not accuracy; a reliability diagram shows which to trust.

@@ -11,25 +11,19 @@
 #
 # The encoder of notebooks 03 and 04 reads a whole sentence at once. A *decoder* writes one: it
 # predicts the next token, appends it, and predicts again. That is how GPT-style models
-# generate text, and it needs one new line of attention, the *causal mask*. This notebook builds
-# the masks, trains a decoder and measures what leaks without the mask, checks that the decoder
-# needs its attention before reading it, lets a decoder read another sequence through
-# *cross-attention*, and compares the ways of turning next-token scores into text.
+# generate text, and it needs one new line of attention, the *causal mask*.
 
 # %% [markdown]
 # ## What you will learn
 #
 # - the causal mask, and one mask for padding and the future together, built yourself;
-# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask:
-#   a model trained without it, measured while it trains and when it writes;
-# - whether the decoder needs its attention, where it looks, and the token it "rests" on,
-#   tested as notebook 06 tested MiniLM's `[CLS]`;
-# - greedy decoding, beam search and sampling (temperature, top-k, top-p), compared by the
-#   probability of what they write, by accuracy and by the variety of their outputs;
-# - the decoder block with cross-attention, written out, and the alignment it learns.
+# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask;
+# - whether the decoder needs its attention, where it looks, and the token it "rests" on;
+# - the decoder block with cross-attention, written out, and the alignment it learns;
+# - optional, in "Going further": greedy decoding, beam search and sampling compared.
 #
 # Assumes: notebook 01 (attention, masks, heads) and notebook 03 (an encoder block, trained
-# with Adam on a cross-entropy loss). Section 5 refers to notebook 06's `[CLS]` test.
+# with Adam on a cross-entropy loss); section 5 refers to notebook 06's `[CLS]` test.
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -64,11 +58,10 @@ attnlab.seed_everything(0)
 # ## 1 · The causal mask
 #
 # A decoder is trained on whole sequences at once: every position predicts the token after it,
-# all positions in parallel. When it generates, though, the tokens after position t do not exist
-# yet. So in training, position t must not see them either: query t may attend to keys
-# 0, 1, …, t (itself and the past) and to nothing later. The *causal mask* says so: a (T, T)
-# table of True/False, row = query, column = key, True = may attend. Beside it, the same mask
-# for a batch that is padded: a padding token is no key either.
+# all in parallel. When it generates, the tokens after position t do not exist yet, so in
+# training query t must not see them either: it may attend to keys 0, 1, …, t and nothing
+# later. The *causal mask* says so: a (T, T) table, row = query, column = key, True = may
+# attend. Beside it, the same mask for a padded batch: a padding token is no key either.
 
 # %% tags=["hide-input"]
 diagrams.show("causal_mask")
@@ -112,8 +105,8 @@ plt.show()
 #
 # ### Padding and the future, one mask
 #
-# Sequences in a batch differ in length; to stack them into one tensor the short ones are filled
-# up with a padding token. A decoder that writes for several prompts at once pads them on the
+# To stack sequences of different lengths into one tensor, the short ones are filled up with a
+# padding token. A decoder that writes for several prompts at once pads them on the
 # *left*, so that every prompt ends in the last column, where its next token is read. Here are
 # three prompts of 6, 4 and 2 tokens; `real` is True where a position holds a real token.
 
@@ -155,8 +148,8 @@ def my_padding_and_causal(real):
 padding_and_causal = ex07.padding_and_causal(my_padding_and_causal)
 
 # %% [markdown]
-# What the combined mask buys: each prompt's real tokens attend exactly as they would if the
-# prompt were alone, unpadded. Random queries, keys and values for the three prompts, two heads:
+# Compare each prompt's real tokens with the prompt alone, unpadded, under each mask. Random
+# queries, keys and values for the three prompts, two heads:
 
 # %%
 g = torch.Generator().manual_seed(attnlab.seed_of(1))
@@ -189,20 +182,16 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# With the causal mask alone, the real tokens of the shorter prompts also read the padding
-# before them, and their outputs change. With both masks they are what the prompt alone gives.
-# The padding positions at the start of a left-padded prompt have no key left at all; attnlab
-# gives such a row zero weights (not the NaN that a softmax over nothing would give), and
-# nothing reads those positions' outputs. Every decoder below gets its mask this way: the causal
-# mask, combined with a padding mask where a batch has padding.
+# With the causal mask alone the real tokens' outputs change; with both masks they equal the
+# prompt alone. A leading pad has no key left: attnlab gives its row zero weights (not the NaN
+# of a softmax over nothing), and nothing reads its output.
 
 # %% [markdown]
 # ## 2 · A task for a decoder: sort six digits
 #
 # Each sequence is `BOS` (a token that marks the beginning), six random digits, `SEP` (a
-# separator), then the same digits sorted. The model reads it left to right and, at every
-# position, predicts the next token. Its *loss* is the cross-entropy of that prediction,
-# −ln p(right token), in nats, averaged over the 13 next tokens of a sequence.
+# separator), then the same digits sorted. The model's *loss* is the cross-entropy of each
+# next-token prediction, −ln p(right token), in nats, averaged over the 13 next tokens.
 #
 # Six of the 13 are random digits: nothing before them says which comes, so the best possible
 # prediction gives each digit 1/10 and pays ln 10 = 2.303 nats. The other seven (`SEP` and the
@@ -221,9 +210,8 @@ print(f"\nfloor: 6 × ln 10 / 13 = {fmt(floor, 3)} nats")
 # ## 3 · The decoder's loss: teacher forcing
 #
 # The decoder-only model has token and position embeddings, one block (masked self-attention,
-# then a *feed-forward* layer: a small two-layer network applied to each position on its own;
-# section 7 writes the block out) and a linear layer that scores the 12 possible next tokens at
-# every position.
+# then a feed-forward layer, as in notebook 03; section 6 writes the block out) and a linear
+# layer that scores the 12 possible next tokens at every position.
 #
 # It trains by *teacher forcing*: the input is the true sequence without its last token,
 # `seqs[:, :-1]`, and the target of each position is the true token after it, `seqs[:, 1:]`.
@@ -242,9 +230,8 @@ print(f"\nfloor: 6 × ln 10 / 13 = {fmt(floor, 3)} nats")
 #
 # <details><summary>Hint 2</summary>
 #
-# Inputs `seqs[:, :-1]`, targets `seqs[:, 1:]`. Flatten the batch and position axes of the
-# logits together (`flatten(0, 1)`) and of the targets likewise, then one cross-entropy, which
-# averages over all of them.
+# Flatten the batch and position axes of the logits together (`flatten(0, 1)`) and of the
+# targets likewise, then one cross-entropy, which averages over all of them.
 # </details>
 
 # %%
@@ -266,11 +253,10 @@ next_token_loss = ex07.next_token_loss(my_next_token_loss)
 # ## 4 · The leak: one model, trained with and without the mask
 #
 # The same decoder, trained twice from the same initial weights by the same recipe on the same
-# sequences: once with the causal mask, once without. *Adam*, the optimiser of notebook 03,
-# takes 300 steps of 64 new sequences each.
+# sequences: once with the causal mask, once without: 300 steps of Adam, 64 new sequences each.
 #
 # To *generate*, the model gets the prompt (`BOS`, digits, `SEP`) and writes the sorted digits
-# itself, each one fed back as input for the next.
+# itself, the most likely digit at each step (*greedy* decoding), each fed back as input.
 #
 # **Predict first.** Without the mask, the model will get the sorted digits right under teacher
 # forcing. What share of them will it get right when it writes them itself?
@@ -324,17 +310,16 @@ assert on["generated"] > 0.99 and off["generated"] < 0.6
 
 # %% [markdown]
 # With the mask, the loss stays just above the floor and the model sorts: more than 0.99 of the
-# digits it writes are right. Without it, the loss falls below 0.01 nats, far below what any
-# model that cannot see the future can reach, and teacher forcing scores it as well as the
-# other. Yet when it writes the digits itself it gets fewer than 0.6 of them right. A loss below
-# the floor is the sign of a leak: the model has read what it was asked to predict.
+# digits it writes are right. Without it, the loss falls below 0.01 nats, far below the floor,
+# and teacher forcing scores it as well as the other. Yet when it writes the digits itself it
+# gets fewer than 0.6 of them right. A loss below the floor is the sign of a leak: the model has
+# read what it was asked to predict.
 
 # %% [markdown]
 # ## 5 · Does the sorter need its attention? Then: where does it look
 #
-# Before reading the two models' attention maps, test whether their predictions depend on
-# them: make every query give each key it may see the same weight (`uniform_attention(model)`), and
-# measure again.
+# Before reading the two models' attention maps, test whether their predictions depend on them:
+# give each key a query may see the same weight (`uniform_attention(model)`), and measure again.
 
 # %%
 with attnlab.uniform_attention(masked, unmasked):
@@ -389,20 +374,17 @@ assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.4
 assert on["future"] == 0.0 and off["future"] > 0.5
 
 # %% [markdown]
-# With the mask, everything above the diagonal is 0. The queries `BOS` to d5 predict a random
-# digit, which nothing before them can tell; they put most of their weight (more than half) on
-# `BOS`. From d6 on (d6 is the query that predicts `SEP`), the queries put most of their weight
-# on the six digits, spread over all six in this average. Without the mask, more than half of
-# the weight goes to later positions, where the answers are; the bright line just above the
-# diagonal is each position reading the token right after it, the very token it is asked to
-# predict.
+# With the mask, the queries `BOS` to d5, which predict a random digit that nothing before them
+# can tell, put more than half of their weight on `BOS`. From d6 on (d6 predicts `SEP`), most of
+# the weight is on the six digits, spread over all six in this average. Without the mask, more
+# than half of it goes to later positions; the bright line just above the diagonal is each
+# position reading the very token it is asked to predict.
 #
-# An even spread in the *average* does not mean each query reads all digits alike: the digit a
-# query is about to write sits at another position in every sequence, and averaging blurs it.
-# Score each head on the queries that write a sorted digit (`SEP` to s5), sequence by sequence:
-# the weight on the position(s) that hold the digit it writes next, against an even spread over
-# the six digits, and how often the digit with the most weight is that digit, against a random
-# pick.
+# An even spread in the *average* can hide a pointer: the digit a query writes next sits at
+# another position in every sequence. Score each head, sequence by sequence, on the queries that
+# write a sorted digit (`SEP` to s5): its weight on the position(s) holding that digit, against
+# an even spread over the six digits, and how often that digit gets the most weight, against a
+# random pick.
 
 # %%
 inputs, nexts = test[:, :-1], test[:, 1:]  # (500, 13) each: what each query reads and writes
@@ -422,19 +404,17 @@ assert (pointing["hit_rate"] > 1.5 * pointing["base_rate"]).all()
 
 # %% [markdown]
 # Both heads point at the digit they are about to write: it gets more than 1.2 times an even
-# share of their weight, and it is the digit with the most weight more than one and a half
-# times as often as a random pick would hit it. The average map hid that.
+# share of their weight, and the most weight more than 1.5 times as often as a random pick
+# would. The average map hid that.
 #
 # ### The weight on BOS: an attention sink
 #
-# The queries that predict a random digit put most of their weight on `BOS`. Notebook 06 found
-# the same in MiniLM: `[CLS]` receives much of the weight, yet zeroing its value vector barely
-# moved the sentence vectors, while hiding it as a key moved them far. A token that takes weight
-# and gives back almost nothing is called an *attention sink*. Test `BOS` the same way, with
-# `hide_key`: zero its value vector (the weights stay; what a query reads from it is nothing),
-# or hide it as a key (the weight it received goes to the other keys). Compare the loss on the
-# six random digits (at best ln 10 = 2.303), the loss on the seven tokens that follow from the
-# past, and the sorted digits written right.
+# In notebook 06, MiniLM's `[CLS]` received much of the weight, yet zeroing its value vector
+# barely moved the sentence vectors, while hiding it as a key moved them far: an *attention
+# sink*, a token that takes weight and gives back almost nothing. Test `BOS` the same way, with
+# `hide_key`: zero its value vector (the weights stay; a query reads nothing from it), or hide
+# it as a key (its weight goes to the other keys). Compare the loss on the six random digits (at
+# best ln 10), on the seven tokens that follow from the past, and the sorted digits right.
 
 # %%
 self_attention = [block.self_attn for block in masked.blocks]
@@ -463,10 +443,9 @@ assert zeroed_cost < 0.8 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
 # a key and the random-digit queries must spend that weight on the digits before them: their
 # loss jumps more than a nat above ln 10, several times what zeroing cost, because they now
 # predict the next random digit from the ones before it, confidently and wrongly. The weight the
-# sink takes is what keeps these queries from reading anything else, the same finding as for
-# `[CLS]` in notebook 06. What the sorted digits lose is another matter, and it depends on the
-# training run: the next cell trains two more sorters by the same recipe (seeds 1 and 2) and
-# repeats both tests on each.
+# sink takes keeps these queries from reading anything else. What the sorted digits lose
+# depends on the training run; the next cell repeats both tests on sorters trained by the same
+# recipe with seeds 1 and 2.
 
 # %%
 sorters = {0: masked, **{s: train_sorter(causal=True, seed=s)[0] for s in (1, 2)}}
@@ -495,15 +474,162 @@ for s in sorters:
 # %% [markdown]
 # In every seed the sorter sorts, needs its attention (uniform weights: fewer than half of the
 # digits right), and hiding `BOS` as a key costs the random digits several times what zeroing
-# its value costs. What zeroing the value does to the *sorted* digits (the table before this
-# one) is another question, one this notebook does not answer for every training run.
+# its value costs.
 
 # %% [markdown]
-# ## 6 · Generating: greedy decoding, beam search, sampling
+# ## 6 · Cross-attention: an encoder–decoder that reverses
+#
+# In the original Transformer a decoder also reads a second sequence: the sentence to
+# translate. An encoder reads the source without a mask; the decoder writes the target with the
+# causal mask and, in each block, attends to the encoder's output: queries from the target,
+# keys and values from the source. That is *cross-attention*, `MultiHeadAttention` with a
+# `context`; its weights are (B, heads, T target positions, S source positions).
+
+# %%
+cross = attnlab.MultiHeadAttention(32, 1)
+x = torch.randn(1, 4, 32)  # (B, T, d_model)   4 target tokens written so far
+memory = torch.randn(1, 6, 32)  # (B, S, d_model)   the encoder's output for 6 source tokens
+out, w = cross(x, context=memory)  # queries from x, keys and values from memory
+print("output", tuple(out.shape), " weights", tuple(w.shape))
+
+# %% [markdown]
+# ### The decoder block, written out
+#
+# A decoder block has three parts, each followed by the residual connection and a LayerNorm
+# ("post-norm", as in the original Transformer, and as notebook 03's encoder block):
+#
+#     x = LayerNorm1(x + SelfAttention(x, mask))          itself and its past only
+#     x = LayerNorm2(x + CrossAttention(x, context))      reads the encoder's output
+#     x = LayerNorm3(x + FeedForward(x))
+#
+# A decoder-only model (the sorter) has no context and skips the middle line.
+#
+# **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
+# `attnlab.blocks.DecoderBlock`: its parts are `block.self_attn`, `block.cross_attn` (both
+# `MultiHeadAttention`, returning (output, weights)), `block.ff`, and `block.norm1`, `norm2`,
+# `norm3`. `context` is None for a block without cross-attention.
+#
+# <details><summary>Hint 1</summary>
+#
+# Follow the three lines above in order; each part reads the x the line before produced.
+# Cross-attention needs to be told which tensor is the context.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `a, _ = block.self_attn(x, mask)`, then `x = block.norm1(x + a)`; the cross-attention call is
+# `block.cross_attn(x, context=context)` (queries from x); `block.ff(x)` returns the
+# feed-forward output to add.
+# </details>
+
+# %%
+def my_decoder_block(block, x, context, mask):
+    """One post-norm decoder block: x (B, T, d_model), context (B, S, d_model) or None."""
+    ### BEGIN SOLUTION
+    a, _ = block.self_attn(x, mask)  # (B, T, d)   masked self-attention
+    x = block.norm1(x + a)  # residual, then LayerNorm
+    if context is not None:
+        c, _ = block.cross_attn(x, context=context)  # (B, T, d)   queries x, keys/values context
+        x = block.norm2(x + c)
+    return block.norm3(x + block.ff(x))  # (B, T, d)   feed-forward, residual, LayerNorm
+    ### END SOLUTION
+
+
+decoder_block = ex07.decoder_block(my_decoder_block)
+
+# %% [markdown]
+# The task: the source is six random digits, the target the same digits reversed. To write
+# target digit i the decoder needs source digit 5 − i, so a decoder that has learned the task
+# should look there. One encoder block, one decoder block, one head, 200 steps of Adam. Once it
+# is trained, your block must give what its decoder block gives on the 500 test targets.
+
+# %%
+reverser, _ = train_reverser(seed=0)
+src, tgt = reverse_task(500, seed=1000)  # (500, 6), (500, 7): BOS + the reversed digits
+with torch.no_grad():
+    memory = reverser.encode(src)  # (500, 6, 32)
+    h = reverser.tgt_embed(tgt[:, :-1], "tgt")  # (500, 6, 32)   the target read so far
+    block = reverser.decoder[0]
+    mine = decoder_block(block, h, memory, attnlab.causal_mask(LENGTH))  # (500, 6, 32)
+    theirs, _, _ = block(h, memory)
+print("written out = attnlab's DecoderBlock on the 500 test targets (to 1e-12):",
+      torch.allclose(mine, theirs, rtol=0, atol=1e-12))
+
+# %% tags=["remove-cell"]
+assert torch.equal(my_decoder_block(block, h, memory, attnlab.causal_mask(LENGTH)), theirs)
+
+# %% [markdown]
+# Does the reverser need its cross-attention? Make it uniform (each target step reads the six
+# source digits alike) and measure again.
+
+# %%
+out = generate(reverser, tgt[:, :1], LENGTH, source=src)  # greedy, from BOS
+cross_layers = [b.cross_attn for b in reverser.decoder]
+with attnlab.uniform_attention(*cross_layers):
+    out_uniform = generate(reverser, tgt[:, :1], LENGTH, source=src)
+accuracy = (out[:, 1:] == tgt[:, 1:]).double().mean().item()
+accuracy_uniform = (out_uniform[:, 1:] == tgt[:, 1:]).double().mean().item()
+(cross_w,) = reverser.attention_maps(src, tgt[:, :-1])  # (500, 1, 6, 6)
+share = alignment_share(cross_w)
+print(f"digits written right (greedy):                  {fmt(accuracy, 3)}")
+print(f"... with uniform cross-attention:               {fmt(accuracy_uniform, 3)}")
+print(f"cross-attention on the mirrored source digit:   {fmt(share, 3)}")
+
+# %% tags=["remove-cell"]
+assert accuracy > 0.99 and accuracy_uniform < 0.35 and share > 0.9
+
+# %% tags=["hide-input"]
+i = 0
+rows = [f"writes {d}" for d in tgt[i, 1:].tolist()]
+attention_heatmap(cross_w[i, 0], rows, [str(d) for d in src[i].tolist()], annotate=False,
+                  title=f"cross-attention, source {show(src[i])}")
+plt.xlabel("source digit (key)")
+plt.ylabel("target step (query)")
+plt.show()
+
+# %% [markdown]
+# The reverser needs its cross-attention: with uniform weights it writes fewer than 0.35 of the
+# digits right, against more than 0.99. And it looks where the task says: step i reads source
+# position 5 − i, with more than 0.9 of the weight on average. Nobody told it where to look; it
+# found the alignment from the loss alone.
+#
+# Such an alignment is what attention was brought into machine translation for: Bahdanau, Cho
+# and Bengio (2014) let a recurrent decoder read a weighted average of the source at each step,
+# with an *additive* score (a small network of query and key); the scaled dot product is from
+# the Transformer (Vaswani et al., 2017).
+
+# %% [markdown]
+# ## What we learned
+#
+# - The causal mask is one line: scores of later keys become −∞ before the softmax, so
+#   the future gets exactly 0 weight (15 of 15 entries). Combined with a padding mask (`&`,
+#   broadcast to (B, H, T, T)), a padded prompt's real tokens attend as if it were alone.
+# - Without the causal mask a next-token model cheats: its loss falls far below the floor, the
+#   sorted digits are right under teacher forcing, but fewer than 0.6 of them when it writes
+#   them itself; more than half of its attention is on the future. With the mask: more than
+#   0.99 right.
+# - The sorter needs its attention (uniform weights: fewer than half the digits right). Its
+#   heads point at the digit they write next, which the average map hides; `BOS` is an
+#   attention sink: hiding it as a key costs the random digits several times what
+#   zeroing its value costs, in every seed.
+# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: fewer
+#   than 0.35 right) and puts more than 0.9 of it on the mirrored source digit, learned from
+#   the loss alone.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing on the main line needs this part. It turns the sorter's next-token scores
+# into text three ways, greedy decoding, beam search and sampling (temperature, top-k, top-p),
+# and compares them by the probability of what they write, by accuracy and by variety.
+
+# %% [markdown]
+# ### Generating: greedy decoding, beam search, sampling
 #
 # A next-token model becomes a generator with a loop: score the next token, pick one, append it,
-# repeat. *Greedy* decoding picks the most likely token every time. Here is the whole loop, run
-# on the prompts of all 500 test sequences (`attnlab.generation.generate` is the same loop).
+# repeat. *Greedy* decoding (section 4) picks the most likely token every time. Here is the
+# whole loop, run on the prompts of all 500 test sequences (`attnlab.generation.generate` is the
+# same loop).
 
 # %%
 def greedy(model, prompt, steps):
@@ -746,153 +872,8 @@ for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
 # claim about language models and human readers; this notebook does not measure it. What it
 # does measure: with a model that is almost always right, the variety sampling adds here was
 # paid for in accuracy.
-
-# %% [markdown]
-# ## 7 · Cross-attention: an encoder–decoder that reverses
 #
-# In the original Transformer a decoder also reads a second sequence: the sentence to
-# translate. An encoder reads the source without a mask; the decoder writes the target with the
-# causal mask and, in each block, attends to the encoder's output: queries from the target,
-# keys and values from the source. That is *cross-attention*, `MultiHeadAttention` with a
-# `context`; its weights are (B, heads, T target positions, S source positions).
-
-# %%
-cross = attnlab.MultiHeadAttention(32, 1)
-x = torch.randn(1, 4, 32)  # (B, T, d_model)   4 target tokens written so far
-memory = torch.randn(1, 6, 32)  # (B, S, d_model)   the encoder's output for 6 source tokens
-out, w = cross(x, context=memory)  # queries from x, keys and values from memory
-print("output", tuple(out.shape), " weights", tuple(w.shape))
-
-# %% [markdown]
-# ### The decoder block, written out
-#
-# A decoder block has three parts, each followed by the residual connection and a LayerNorm
-# ("post-norm", as in the original Transformer, and as notebook 03's encoder block):
-#
-#     x = LayerNorm1(x + SelfAttention(x, mask))          itself and its past only
-#     x = LayerNorm2(x + CrossAttention(x, context))      reads the encoder's output
-#     x = LayerNorm3(x + FeedForward(x))
-#
-# A decoder-only model (the sorter) has no context and skips the middle line.
-#
-# **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
-# `attnlab.blocks.DecoderBlock`: its parts are `block.self_attn`, `block.cross_attn` (both
-# `MultiHeadAttention`, returning (output, weights)), `block.ff`, and `block.norm1`, `norm2`,
-# `norm3`. `context` is None for a block without cross-attention.
-#
-# <details><summary>Hint 1</summary>
-#
-# Follow the three lines above in order; each part reads the x the line before produced.
-# Cross-attention needs to be told which tensor is the context.
-# </details>
-#
-# <details><summary>Hint 2</summary>
-#
-# `a, _ = block.self_attn(x, mask)`, then `x = block.norm1(x + a)`; the cross-attention call is
-# `block.cross_attn(x, context=context)` (queries from x); `block.ff(x)` returns the
-# feed-forward output to add.
-# </details>
-
-# %%
-def my_decoder_block(block, x, context, mask):
-    """One post-norm decoder block: x (B, T, d_model), context (B, S, d_model) or None."""
-    ### BEGIN SOLUTION
-    a, _ = block.self_attn(x, mask)  # (B, T, d)   masked self-attention
-    x = block.norm1(x + a)  # residual, then LayerNorm
-    if context is not None:
-        c, _ = block.cross_attn(x, context=context)  # (B, T, d)   queries x, keys/values context
-        x = block.norm2(x + c)
-    return block.norm3(x + block.ff(x))  # (B, T, d)   feed-forward, residual, LayerNorm
-    ### END SOLUTION
-
-
-decoder_block = ex07.decoder_block(my_decoder_block)
-
-# %% [markdown]
-# The task: the source is six random digits, the target the same digits reversed. To write
-# target digit i the decoder needs source digit 5 − i, so a decoder that has learned the task
-# should look there. One encoder block, one decoder block, one head, 200 steps of Adam. Once it
-# is trained, your block must give what its decoder block gives on the 500 test targets.
-
-# %%
-reverser, _ = train_reverser(seed=0)
-src, tgt = reverse_task(500, seed=1000)  # (500, 6), (500, 7): BOS + the reversed digits
-with torch.no_grad():
-    memory = reverser.encode(src)  # (500, 6, 32)
-    h = reverser.tgt_embed(tgt[:, :-1], "tgt")  # (500, 6, 32)   the target read so far
-    block = reverser.decoder[0]
-    mine = decoder_block(block, h, memory, attnlab.causal_mask(LENGTH))  # (500, 6, 32)
-    theirs, _, _ = block(h, memory)
-print("written out = attnlab's DecoderBlock on the 500 test targets (to 1e-12):",
-      torch.allclose(mine, theirs, rtol=0, atol=1e-12))
-
-# %% tags=["remove-cell"]
-assert torch.equal(my_decoder_block(block, h, memory, attnlab.causal_mask(LENGTH)), theirs)
-
-# %% [markdown]
-# Does the reverser need its cross-attention? Make it uniform (each target step reads the six
-# source digits alike) and measure again.
-
-# %%
-out = generate(reverser, tgt[:, :1], LENGTH, source=src)  # greedy, from BOS
-cross_layers = [b.cross_attn for b in reverser.decoder]
-with attnlab.uniform_attention(*cross_layers):
-    out_uniform = generate(reverser, tgt[:, :1], LENGTH, source=src)
-accuracy = (out[:, 1:] == tgt[:, 1:]).double().mean().item()
-accuracy_uniform = (out_uniform[:, 1:] == tgt[:, 1:]).double().mean().item()
-(cross_w,) = reverser.attention_maps(src, tgt[:, :-1])  # (500, 1, 6, 6)
-share = alignment_share(cross_w)
-print(f"digits written right (greedy):                  {fmt(accuracy, 3)}")
-print(f"... with uniform cross-attention:               {fmt(accuracy_uniform, 3)}")
-print(f"cross-attention on the mirrored source digit:   {fmt(share, 3)}")
-
-# %% tags=["remove-cell"]
-assert accuracy > 0.99 and accuracy_uniform < 0.35 and share > 0.9
-
-# %% tags=["hide-input"]
-i = 0
-rows = [f"writes {d}" for d in tgt[i, 1:].tolist()]
-attention_heatmap(cross_w[i, 0], rows, [str(d) for d in src[i].tolist()], annotate=False,
-                  title=f"cross-attention, source {show(src[i])}")
-plt.xlabel("source digit (key)")
-plt.ylabel("target step (query)")
-plt.show()
-
-# %% [markdown]
-# The reverser needs its cross-attention: with uniform weights it writes fewer than 0.35 of the
-# digits right, against more than 0.99. And it looks where the task says: step i reads source
-# position 5 − i, with more than 0.9 of the weight on average.
-# Nobody told it where to look; it found the alignment from the loss alone.
-#
-# Aligning a translation with its source is the job attention over a sequence was brought into
-# machine translation for: Bahdanau, Cho and Bengio (2014) let a recurrent decoder score every
-# source position at each step and read their weighted average, with an *additive* score (a
-# small feed-forward network of query and key); the scaled dot product used here is from the
-# Transformer (Vaswani et al., 2017). Soft weighting over an input sequence is older still:
-# Graves (2013) let a network that writes handwriting read its text through a soft window, a
-# learned mixture of Gaussians over the characters.
-
-# %% [markdown]
-# ## What we learned
-#
-# - The causal mask is one line: scores of later keys become −∞ before the softmax, so each
-#   position gets exactly 0 weight on the future (15 of 15 entries above). Combined with a
-#   padding mask (`&`, broadcast to (B, H, T, T)), a padded prompt's real tokens attend exactly
-#   as if the prompt were alone.
-# - Without the causal mask a next-token model cheats: its loss falls far below the floor, the
-#   sorted digits are right under teacher forcing, but fewer than 0.6 of them when it writes
-#   them itself; more than half of its attention is on the future. With the mask: more than
-#   0.99 right.
-# - The sorter needs its attention (uniform weights: fewer than half the digits right). Its
-#   heads point at the digit they write next, which the average map hides; its weight on `BOS`
-#   is an attention sink: hiding BOS as a key costs the random digits several times what
-#   zeroing its value costs, in every seed.
-# - Beam search maximises the model's probability: on the trained sorters it writes what greedy
-#   writes, all but a few answers; on less-trained ones it raises the log-probability and the
-#   accuracy a little. Sampling can beat greedy only where greedy is wrong; with a sorter that
-#   is right more than 0.99 of the time it trades accuracy for variety (τ = 10: fewer than 0.25
-#   right, 10 different answers in 10); top-k and top-p cut the tail and keep most of the
-#   accuracy.
-# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: fewer
-#   than 0.35 right) and puts more than 0.9 of it on the mirrored source digit, learned from
-#   the loss alone.
+# In short: beam search maximises the model's probability (on the trained sorters it writes
+# what greedy writes, all but a few answers; on less-trained ones it raises the log-probability
+# and the accuracy a little), and sampling trades accuracy for variety, less so when top-k or
+# top-p cut the tail.

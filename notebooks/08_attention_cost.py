@@ -10,12 +10,11 @@
 # # 08 · What attention costs
 #
 # Every token of self-attention looks at every other token directly. This notebook measures what
-# that costs on this machine (operations, time, memory), what it buys against a recurrent layer,
-# and the tricks that make it affordable when a model generates text: the KV cache, fewer
-# key/value heads than query heads, and the online softmax inside fused attention kernels.
+# that costs (operations, time, memory), what it buys against a recurrent layer, and the tricks
+# that make it affordable when a model generates text.
 #
 # The measuring code is in `attnlab.cost`. Times are medians of several runs on this thread's
-# CPU clock: they differ from machine to machine, and yours will differ from the ones shown.
+# CPU clock: yours will differ from the ones shown.
 
 # %% [markdown]
 # ## What you will learn
@@ -23,15 +22,14 @@
 # - to count an attention layer's operations and predict how they grow with the context length
 #   T, and to measure its time and memory against T;
 # - what attention buys against a recurrent layer (LSTM): a chain of dependent steps that does
-#   not grow with T, and a gradient that does not shrink by a factor per step (untrained layers);
+#   not grow with T;
 # - to build one decoding step with a KV cache, and what it saves against recomputing the past;
 # - to compute a real model's cache size from its configuration, and what fewer key/value heads
-#   (grouped-query attention) save per decoding step;
+#   (grouped-query attention) save;
 # - the online softmax: attention block by block, with memory that grows like T.
 #
 # Assumes: notebook 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), notebook 04
-# (rotary positions), notebook 07 (the causal mask, generating one token at a time), and that
-# training follows the gradient of a loss.
+# (rotary positions), notebook 07 (the causal mask, generating one token at a time).
 
 # %% slideshow={"slide_type": "skip"}
 import math
@@ -208,21 +206,18 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Both versions do the same T² operations, and their times grow much faster than T: log-log
-# slopes above 1.4 (above; a time proportional to T would give 1, exactly T² would give 2). The
-# printed slopes depend on the machine, whose caches and fixed costs bend the lines.
-# Memory differs: the written-out peak is two T×T matrices and a little more at every T (2.03 to
-# 2.25 of one: scores and weights exist at the same moment), 65.00 MiB at T = 2048. The fused
-# kernel's peak stays below a single T×T matrix: it never stores one. Section 6 shows how.
+# Both versions do the same T² operations, and their times grow much faster than T (log-log
+# slopes above 1.4; this machine's caches and fixed costs bend the lines). Memory differs: the
+# written-out peak is a little more than two T×T matrices at every T (2.03 to 2.25 of one:
+# scores and weights exist at the same moment), 65.00 MiB at T = 2048. The fused kernel's peak
+# stays below one T×T matrix: it never stores one. Section 6 shows how.
 
 # %% [markdown]
 # ## 3 · Attention against recurrence
 #
 # A recurrent layer reads the tokens one at a time and carries a state from each step to the
-# next. An LSTM (long short-term memory) keeps a memory vector $c$:
-# $c_t = f_t \odot c_{t-1} + i_t \odot g_t$, where the *forget gate* $f_t$ (each entry between
-# 0 and 1) sets how much of the old memory survives the step. Its operations grow only like T,
-# but step t needs step t−1. `cost.dependency_depth` finds the longest chain of operations
+# next: an LSTM (long short-term memory) computes its memory $c_t$ from $c_{t-1}$. Its
+# operations grow only like T, but step t needs step t−1. `cost.dependency_depth` finds the longest chain of operations
 # that must run one after another, from the first token to the last output, in the autograd
 # graph (the record PyTorch keeps of every operation, to compute gradients). A parallel machine
 # can run everything else side by side, but not this chain.
@@ -247,102 +242,6 @@ assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 # The LSTM's chain grows by 8 operations per token (8200 at T = 1024); attention's is 25 at
 # every length. Attention does more operations than the LSTM from T = 256 on, 302 against 67
 # MFLOPs at T = 1024, but none of them waits for the previous token.
-
-# %% [markdown]
-# ### The gradient over a distance
-#
-# To learn that the first token matters for the last output, training needs the gradient
-# ∂y_T/∂x_1: how much the last output moves when the first token does. Through an LSTM it is a
-# product of one factor per step; through attention the last output reads the first token
-# directly. `cost.first_token_gradient` gives its size for each distance (median of 16 random
-# sequences, d = 32, float64), **on untrained layers**: what a layer offers training at its
-# start, not what a trained one does. PyTorch starts every LSTM bias near 0, so its forget gates
-# start near sigmoid(0) = 0.5; a common initialisation sets the forget-gate bias to 1 (Gers et
-# al. 2000, Jozefowicz et al. 2015); we also try 3. Random first weights are one draw, so we
-# make three (seeds 0, 1 and 2: other weights, other sequences); the table shows seed 0's.
-
-# %% slideshow={"slide_type": "subslide"}
-DISTANCES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
-LSTMS = ["LSTM default", "LSTM bias 1", "LSTM bias 3"]
-DRAWS = (0, 1, 2)
-
-
-def untrained_gradients(seed):
-    """{layer: gradient size at each distance} for one draw of the four untrained layers:
-    an LSTM, the same LSTM with forget bias 1 and 3 (so only the bias differs), attention."""
-    torch.manual_seed(attnlab.seed_of(seed))
-    lstm32 = nn.LSTM(32, 32, batch_first=True)
-    layers = {"LSTM default": lstm32, "LSTM bias 1": cost.with_forget_bias(lstm32, 1.0),
-              "LSTM bias 3": cost.with_forget_bias(lstm32, 3.0),
-              "attention": attnlab.MultiHeadAttention(32, 4)}
-    return {name: cost.first_token_gradient(layer, DISTANCES.tolist(), 32,
-                                            seed=attnlab.seed_of(seed))
-            for name, layer in layers.items()}
-
-
-draws = {seed: untrained_gradients(seed) for seed in DRAWS}
-grads = draws[0]  # the table and the plot show seed 0's draw
-shown = [0, 4, 6, 8]  # distances 1, 16, 64, 256
-print(cost.format_table(["distance", *grads], [
-    (DISTANCES[i], *(cost.sci(g[i]) for g in grads.values())) for i in shown]))
-
-# %% [markdown]
-# On log axes an exponential decay is a straight line: the fitted slope gives the LSTM's factor
-# per step; attention's log-log slope gives the power of the distance. All three draws, and
-# each layer's gradient at distance 256:
-
-# %%
-far = DISTANCES >= 8  # fit where the decay has settled: log g ≈ a + distance · log(factor)
-
-
-def factor_per_step(g):
-    """The factor by which `g` shrinks per step: exp of the fitted slope of log g (distance >= 8)."""
-    return float(np.exp(np.polyfit(DISTANCES[far], np.log(g[far]), 1)[0]))
-
-
-per_step = {seed: {name: factor_per_step(g[name]) for name in LSTMS} for seed, g in draws.items()}
-attn_slope = {seed: cost.loglog_slope(DISTANCES[far], g["attention"][far])
-              for seed, g in draws.items()}
-at_256 = {seed: {name: v[-1] for name, v in g.items()} for seed, g in draws.items()}
-print(cost.format_table(
-    ["seed", "factor: default", "bias 1", "bias 3", "attention slope",
-     "at 256: default", "bias 3", "attention"],
-    [(seed, *(fmt(per_step[seed][n], 4) for n in LSTMS), fmt(attn_slope[seed], 2),
-      *(cost.sci(at_256[seed][n]) for n in ("LSTM default", "LSTM bias 3", "attention")))
-     for seed in DRAWS]))
-print("forget gate at the start, sigmoid(bias): "
-      + ", ".join(f"bias {b} -> {fmt(1 / (1 + math.exp(-b)), 3)}" for b in (1, 3)))
-
-# %% tags=["remove-cell"]
-# Bounds with margin: 18 draws (series seeds 0-5) gave factors 0.59-0.64, 0.79-0.83 and
-# 0.978-0.994, attention slopes -0.93 to -1.00, bias 3 / attention at 256 from 0.16 to 17.
-for seed in DRAWS:
-    f, g = per_step[seed], at_256[seed]
-    assert 0.55 < f["LSTM default"] < 0.68 and 0.75 < f["LSTM bias 1"] < 0.87, (seed, f)
-    assert 0.96 < f["LSTM bias 3"] < 1, (seed, f)  # close to 1
-    assert -1.3 < attn_slope[seed] < -0.7, attn_slope  # about 1 / distance
-    assert g["LSTM default"] < 1e-45 and g["attention"] > 1e40 * g["LSTM default"], g
-    assert 1e-2 < g["LSTM bias 3"] / g["attention"] < 1e2, g  # the same order
-
-# %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(8, 4))
-for (name, values), style in zip(grads.items(), ["o-", "o--", "o:", "s-"]):
-    ax.semilogy(DISTANCES, values, style, label=name.replace("bias", "forget bias"))
-ax.set(xlabel="distance from the first token to the last output", ylabel="‖∂y_T / ∂x_1‖",
-       title="gradient that reaches the first token (untrained layers)")
-ax.legend(fontsize=10)
-ax.grid(True, which="both", alpha=0.3)
-plt.show()
-
-# %% [markdown]
-# In all three draws of these untrained layers, at PyTorch's default initialisation, the LSTM's
-# gradient shrinks by a factor of about 0.6 per step: at distance 256 it is below 10⁻⁴⁵, more
-# than 40 orders of magnitude below attention's. With the forget-gate bias at 1 the factor is
-# about 0.8; at 3 it is close to 1 (above 0.96), and at distance 256 its gradient is of the same
-# order as attention's (within a factor of 100). Attention's gradient shrinks too (the last
-# token spreads its weight over all the tokens), but as a power of the distance, about
-# 1/distance (slope near −1), not by a factor per step. What training does to either was not
-# measured here.
 
 # %% [markdown]
 # ## 4 · Generating text: the KV (key-value) cache
@@ -407,8 +306,7 @@ my_decode_step = ex08.decode_step(my_decode_step)  # yours if it is right, attnl
 
 # %% [markdown]
 # Now 48 tokens, one by one, with whichever step the check returned, on three layers of 8 query
-# heads: 8 key/value heads, 2, and 1 (rotary). Random vectors stand in for the embedded tokens
-# (the equality does not depend on what the tokens are).
+# heads: 8 key/value heads, 2, and 1 (rotary). Random vectors stand in for the embedded tokens.
 
 # %%
 T_DEC = 48
@@ -467,8 +365,8 @@ assert all(n == kv_cache.step_flops(t, D_MODEL, cached=kind == "cached")
 assert [b / a for a, b in zip(cached_f, recomputed_f)] == POSITIONS
 
 # %% [markdown]
-# The recomputed step costs exactly t times the cached one, 1024× at t = 1024: factor out t
-# from 8·t·d² + 4·t²·d and what is left is the cached step's 8·d² + 4·t·d. Now in time:
+# The recomputed step costs exactly t times the cached one, 1024× at t = 1024:
+# 8·t·d² + 4·t²·d is t · (8·d² + 4·t·d). Now in time:
 
 # %% tags=["nbval-ignore-output"]
 with torch.no_grad():
@@ -505,9 +403,8 @@ plt.show()
 # Without the cache a step's time grows steeply with t (log-log slope above 1.3); with it, it
 # hardly grows (slope below 0.6), although its FLOPs grow 6× from t = 64 to 1024: a one-token
 # step does too little arithmetic to keep the CPU busy, and fixed costs take most of its time.
-# So the speed-up at t = 1024 is large (more than 20×; the printed value depends on the
-# machine) but below the 1024× FLOP ratio: time is not FLOPs. The price of the cache is memory,
-# which grows with every generated token.
+# So the speed-up at t = 1024 is large (more than 20× here) but below the 1024× FLOP ratio: time
+# is not FLOPs. The price of the cache is memory, which grows with every token.
 
 # %% [markdown]
 # ## 5 · The cache in real models: fewer key/value heads
@@ -612,60 +509,6 @@ for name, b in zip(MODELS, per_token):
 # context and 16 GiB at 32k, for one sequence. The same layers with 8 key/value heads hold a
 # quarter of that (4 GiB at 32k), and Mistral's sliding window stops the cache at 0.5 GiB
 # however long the context. Falcon 7B's single key/value head needs 8 KiB per token.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **What fewer key/value heads save in a step.** One decoding step at position 8192 of a layer
-# with d_model = 512 and 8 query heads, with 1, 2 (n/4) and 8 key/value heads. The cache is
-# filled with random keys and values (what they hold changes neither the work nor the memory).
-# First what is exact on every machine: the cache's size, the step's FLOPs and the memory the
-# step itself allocates on top of the cache.
-
-# %%
-D_BIG, H_BIG, CONTEXT = 512, 8, 8192
-KV_COUNTS = [1, H_BIG // 4, H_BIG]
-x_new = torch.randn(1, 1, D_BIG)  # (1, 1, d): the token at position CONTEXT - 1
-big = {n: attnlab.MultiHeadAttention(D_BIG, H_BIG, n_kv_heads=n) for n in KV_COUNTS}
-big_caches = {}
-for n, layer in big.items():
-    big_caches[n] = kv_cache.KVCache.for_layer(layer, x_new, max_len=CONTEXT)
-    big_caches[n].append(*torch.randn(2, 1, n, CONTEXT - 1, layer.d_head))  # (1, n, 8191, D) x 2
-big_steps = {n: lambda n=n: (big_caches[n].crop(CONTEXT - 1),
-                             kv_cache.decode_step(big[n], x_new, big_caches[n])) for n in KV_COUNTS}
-with torch.no_grad():
-    big_flops = {n: cost.count_flops(step) for n, step in big_steps.items()}
-    big_peak = {n: cost.peak_memory(step) for n, step in big_steps.items()}
-print(cost.format_table(["KV heads", "cache MiB", "step MFLOPs", "step's own peak KiB"], [
-    (n, big_caches[n].nbytes // 2**20, fmt(big_flops[n] / 1e6, 1), big_peak[n] // 1024)
-    for n in KV_COUNTS]))
-
-# %% tags=["remove-cell"]
-assert [big_caches[n].nbytes // 2**20 for n in KV_COUNTS] == [4, 8, 32]
-assert max(big_flops.values()) < 1.1 * min(big_flops.values())
-assert max(big_peak.values()) < 2**20 and max(big_peak.values()) < 1.1 * min(big_peak.values())
-assert fmt(big_flops[H_BIG] / 1e6, 1) == "18.9" and fmt(big_caches[H_BIG].nbytes / 4e6, 1) == "8.4"
-
-# %% [markdown]
-# The cache shrinks with the key/value heads, 32 MiB → 8 → 4; the FLOPs hardly change (every
-# query head still scores all 8192 keys), and the step's own memory stays under 1 MiB for all
-# three, far less than a copy of the cache: the query heads of a group read their shared
-# key/value head where it is. Now the time of a step:
-
-# %% tags=["nbval-ignore-output"]
-with torch.no_grad():
-    big_times = cost.measure_times(big_steps, repeats=7, warmup=1, clock="thread")
-for n in KV_COUNTS:
-    print(f"{n} KV heads: {big_times[n] * 1e3:.2f} ms per step "
-          f"({big_times[n] / big_times[H_BIG]:.2f} × the time with {H_BIG})")
-
-# %% tags=["remove-cell"]
-assert big_times[H_BIG] > 1.3 * big_times[1] and big_times[H_BIG] > big_times[H_BIG // 4], big_times
-
-# %% [markdown]
-# The FLOPs were the same, the times were not: the step with 8 key/value heads took the longest,
-# and the one with 1 took less than 1/1.3 of its time. What differed is the bytes of cache each
-# step reads. A decoding step does little arithmetic per number it reads (18.9 MFLOPs for the
-# 8.4 million numbers of the 8-head cache, about 2 each), so reading the cache costs time of its
-# own. Fewer key/value heads mean fewer bytes per token, in memory and in every step.
 
 # %% [markdown]
 # ## 6 · The online softmax: how a fused kernel avoids the T×T matrix
@@ -779,8 +622,7 @@ assert all(gap[1:] / gap[:-1] > 1.8) and 0.9 < gap[0] < 1.1
 # rounding separates the two. Its peak memory grows like T (slope 1.00), not T²: one block of
 # 128 scores per query exists at a time, never a whole row. At T = 256 the two peaks are about
 # the same; at T = 2048 it needs 7.2× less memory, the gap about doubling with every doubling of
-# T. This
-# is how the fused kernel of section 2 stays below one T×T matrix.
+# T. This is how the fused kernel of section 2 stays below one T×T matrix.
 
 # %% [markdown]
 # ## What we learned
@@ -790,14 +632,171 @@ assert all(gap[1:] / gap[:-1] > 1.8) and 0.9 < gap[0] < 1.1
 # - Attention written out holds two T×T matrices at its peak (65.00 MiB at T = 2048); the fused
 #   kernel does the same T² operations in less than one T×T matrix.
 # - An LSTM's chain of dependent steps grows with T (8200 at T = 1024), attention's stays 25.
-#   On untrained layers at PyTorch's default initialisation, the LSTM's gradient shrank by about
-#   0.6 per step in every draw, to below 10⁻⁴⁵ at distance 256; with forget bias 3 by a factor
-#   close to 1, and at distance 256 it was of the same order as attention's, which falls as a
-#   power of the distance.
 # - A KV cache step (yours) gives the same outputs as recomputing the prefix, and does t times
 #   fewer FLOPs at position t (1024× at t = 1024), for memory that grows with every token.
 # - A 7B model's cache holds 512 KiB per token with 32 key/value heads, 128 KiB with 8: 16 GiB
-#   against 4 GiB at 32k tokens. With the same FLOPs, a decoding step with fewer key/value heads
-#   read a smaller cache and ran faster.
+#   against 4 GiB at 32k tokens.
 # - The online softmax gives the same attention block by block, with a peak memory that grows
 #   like T (9.08 MiB at T = 2048): the idea inside fused attention kernels.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing on the main line needs these two studies. The first follows the gradient
+# from the last output back to the first token through untrained LSTMs and attention; the
+# second measures one decoding step with 8, 2 and 1 key/value heads.
+
+# %% [markdown]
+# ### The gradient over a distance
+#
+# To learn that the first token matters for the last output, training needs the gradient
+# ∂y_T/∂x_1: how much the last output moves when the first token does. Through an LSTM it is a
+# product of one factor per step; through attention the last output reads the first token
+# directly. `cost.first_token_gradient` gives its size for each distance (median of 16 random
+# sequences, d = 32, float64), **on untrained layers**: what a layer offers training at its
+# start, not what a trained one does. An LSTM's memory is
+# $c_t = f_t \odot c_{t-1} + i_t \odot g_t$, where the *forget gate* $f_t$ (each entry between
+# 0 and 1) sets how much of the old memory survives the step. PyTorch starts every LSTM bias
+# near 0, so its forget gates start near sigmoid(0) = 0.5; a common initialisation sets the
+# forget-gate bias to 1 (Gers et al. 2000, Jozefowicz et al. 2015); we also try 3. Random first
+# weights are one draw, so we make three (seeds 0, 1 and 2: other weights, other sequences);
+# the table shows seed 0's.
+
+# %% slideshow={"slide_type": "subslide"}
+DISTANCES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
+LSTMS = ["LSTM default", "LSTM bias 1", "LSTM bias 3"]
+DRAWS = (0, 1, 2)
+
+
+def untrained_gradients(seed):
+    """{layer: gradient size at each distance} for one draw of the four untrained layers:
+    an LSTM, the same LSTM with forget bias 1 and 3 (so only the bias differs), attention."""
+    torch.manual_seed(attnlab.seed_of(seed))
+    lstm32 = nn.LSTM(32, 32, batch_first=True)
+    layers = {"LSTM default": lstm32, "LSTM bias 1": cost.with_forget_bias(lstm32, 1.0),
+              "LSTM bias 3": cost.with_forget_bias(lstm32, 3.0),
+              "attention": attnlab.MultiHeadAttention(32, 4)}
+    return {name: cost.first_token_gradient(layer, DISTANCES.tolist(), 32,
+                                            seed=attnlab.seed_of(seed))
+            for name, layer in layers.items()}
+
+
+draws = {seed: untrained_gradients(seed) for seed in DRAWS}
+grads = draws[0]  # the table and the plot show seed 0's draw
+shown = [0, 4, 6, 8]  # distances 1, 16, 64, 256
+print(cost.format_table(["distance", *grads], [
+    (DISTANCES[i], *(cost.sci(g[i]) for g in grads.values())) for i in shown]))
+
+# %% [markdown]
+# On log axes an exponential decay is a straight line: the fitted slope gives the LSTM's factor
+# per step; attention's log-log slope gives the power of the distance. All three draws, and
+# each layer's gradient at distance 256:
+
+# %%
+far = DISTANCES >= 8  # fit where the decay has settled: log g ≈ a + distance · log(factor)
+
+
+def factor_per_step(g):
+    """The factor by which `g` shrinks per step: exp of the fitted slope of log g (distance >= 8)."""
+    return float(np.exp(np.polyfit(DISTANCES[far], np.log(g[far]), 1)[0]))
+
+
+per_step = {seed: {name: factor_per_step(g[name]) for name in LSTMS} for seed, g in draws.items()}
+attn_slope = {seed: cost.loglog_slope(DISTANCES[far], g["attention"][far])
+              for seed, g in draws.items()}
+at_256 = {seed: {name: v[-1] for name, v in g.items()} for seed, g in draws.items()}
+print(cost.format_table(
+    ["seed", "factor: default", "bias 1", "bias 3", "attention slope",
+     "at 256: default", "bias 3", "attention"],
+    [(seed, *(fmt(per_step[seed][n], 4) for n in LSTMS), fmt(attn_slope[seed], 2),
+      *(cost.sci(at_256[seed][n]) for n in ("LSTM default", "LSTM bias 3", "attention")))
+     for seed in DRAWS]))
+print("forget gate at the start, sigmoid(bias): "
+      + ", ".join(f"bias {b} -> {fmt(1 / (1 + math.exp(-b)), 3)}" for b in (1, 3)))
+
+# %% tags=["remove-cell"]
+# Bounds with margin: 18 draws (series seeds 0-5) gave factors 0.59-0.64, 0.79-0.83 and
+# 0.978-0.994, attention slopes -0.93 to -1.00, bias 3 / attention at 256 from 0.16 to 17.
+for seed in DRAWS:
+    f, g = per_step[seed], at_256[seed]
+    assert 0.55 < f["LSTM default"] < 0.68 and 0.75 < f["LSTM bias 1"] < 0.87, (seed, f)
+    assert 0.96 < f["LSTM bias 3"] < 1, (seed, f)  # close to 1
+    assert -1.3 < attn_slope[seed] < -0.7, attn_slope  # about 1 / distance
+    assert g["LSTM default"] < 1e-45 and g["attention"] > 1e40 * g["LSTM default"], g
+    assert 1e-2 < g["LSTM bias 3"] / g["attention"] < 1e2, g  # the same order
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(8, 4))
+for (name, values), style in zip(grads.items(), ["o-", "o--", "o:", "s-"]):
+    ax.semilogy(DISTANCES, values, style, label=name.replace("bias", "forget bias"))
+ax.set(xlabel="distance from the first token to the last output", ylabel="‖∂y_T / ∂x_1‖",
+       title="gradient that reaches the first token (untrained layers)")
+ax.legend(fontsize=10)
+ax.grid(True, which="both", alpha=0.3)
+plt.show()
+
+# %% [markdown]
+# In all three draws of these untrained layers, at PyTorch's default initialisation, the LSTM's
+# gradient shrinks by a factor of about 0.6 per step: at distance 256 it is below 10⁻⁴⁵, more
+# than 40 orders of magnitude below attention's. With the forget-gate bias at 1 the factor is
+# about 0.8; at 3 it is close to 1 (above 0.96), and at distance 256 its gradient is of the same
+# order as attention's (within a factor of 100). Attention's gradient shrinks too (the last
+# token spreads its weight over all the tokens), but as a power of the distance, about
+# 1/distance (slope near −1), not by a factor per step. What training does to either was not
+# measured here.
+
+# %% [markdown]
+# ### What fewer key/value heads save in a step
+#
+# Section 5 counted the cache's bytes; here one decoding step at position 8192 of a layer
+# with d_model = 512 and 8 query heads, with 1, 2 (n/4) and 8 key/value heads. The cache is
+# filled with random keys and values (what they hold changes neither the work nor the memory).
+# First what is exact on every machine: the cache's size, the step's FLOPs and the memory the
+# step itself allocates on top of the cache.
+
+# %%
+D_BIG, H_BIG, CONTEXT = 512, 8, 8192
+KV_COUNTS = [1, H_BIG // 4, H_BIG]
+x_new = torch.randn(1, 1, D_BIG)  # (1, 1, d): the token at position CONTEXT - 1
+big = {n: attnlab.MultiHeadAttention(D_BIG, H_BIG, n_kv_heads=n) for n in KV_COUNTS}
+big_caches = {}
+for n, layer in big.items():
+    big_caches[n] = kv_cache.KVCache.for_layer(layer, x_new, max_len=CONTEXT)
+    big_caches[n].append(*torch.randn(2, 1, n, CONTEXT - 1, layer.d_head))  # (1, n, 8191, D) x 2
+big_steps = {n: lambda n=n: (big_caches[n].crop(CONTEXT - 1),
+                             kv_cache.decode_step(big[n], x_new, big_caches[n])) for n in KV_COUNTS}
+with torch.no_grad():
+    big_flops = {n: cost.count_flops(step) for n, step in big_steps.items()}
+    big_peak = {n: cost.peak_memory(step) for n, step in big_steps.items()}
+print(cost.format_table(["KV heads", "cache MiB", "step MFLOPs", "step's own peak KiB"], [
+    (n, big_caches[n].nbytes // 2**20, fmt(big_flops[n] / 1e6, 1), big_peak[n] // 1024)
+    for n in KV_COUNTS]))
+
+# %% tags=["remove-cell"]
+assert [big_caches[n].nbytes // 2**20 for n in KV_COUNTS] == [4, 8, 32]
+assert max(big_flops.values()) < 1.1 * min(big_flops.values())
+assert max(big_peak.values()) < 2**20 and max(big_peak.values()) < 1.1 * min(big_peak.values())
+assert fmt(big_flops[H_BIG] / 1e6, 1) == "18.9" and fmt(big_caches[H_BIG].nbytes / 4e6, 1) == "8.4"
+
+# %% [markdown]
+# The cache shrinks with the key/value heads, 32 MiB → 8 → 4; the FLOPs hardly change (every
+# query head still scores all 8192 keys), and the step's own memory stays under 1 MiB for all
+# three, far less than a copy of the cache: the query heads of a group read their shared
+# key/value head where it is. Now the time of a step:
+
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    big_times = cost.measure_times(big_steps, repeats=7, warmup=1, clock="thread")
+for n in KV_COUNTS:
+    print(f"{n} KV heads: {big_times[n] * 1e3:.2f} ms per step "
+          f"({big_times[n] / big_times[H_BIG]:.2f} × the time with {H_BIG})")
+
+# %% tags=["remove-cell"]
+assert big_times[H_BIG] > 1.3 * big_times[1] and big_times[H_BIG] > big_times[H_BIG // 4], big_times
+
+# %% [markdown]
+# The FLOPs were the same, the times were not: the step with 8 key/value heads took the longest,
+# and the one with 1 took less than 1/1.3 of its time. What differed is the bytes of cache each
+# step reads. A decoding step does little arithmetic per number it reads (18.9 MFLOPs for the
+# 8.4 million numbers of the 8-head cache, about 2 each), so reading the cache costs time of its
+# own. Fewer key/value heads mean fewer bytes per token, in memory and in every step.

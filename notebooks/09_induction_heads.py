@@ -627,7 +627,31 @@ assert min(ablations["L2 both heads"][:2]) > 3.0
 # tokens rises by more than half a nat but stays below 2.5; without both it is above 3.
 
 # %% [markdown]
-# ## 8 · Explore: a shorter repeat
+# ## What we learned
+#
+# - A two-layer model made of attention only learns to copy from its context, abruptly: after
+#   a plateau its loss on repeated tokens falls from 2.5 to 1.5 nats within a hundred steps,
+#   at another step in each seed (one that starts late may not finish in 500 steps). A one-layer model, trained the same way, never gets
+#   below 2.5: it only bets on the tokens it has seen. With the distance between the copies
+#   fixed, one layer copies too, by position alone; that is why the task varies it.
+# - The model needs its attention (uniform weights: above 3 nats), and the drop is when its
+#   heads form: a previous-token head in layer 1 and two induction heads in layer 2, each
+#   several times the level of uniform attention in its score, and none of them before.
+# - Ablations show the circuit: without the previous-token head the induction heads are lost
+#   (above 2.5 nats); without one induction head the loss rises but stays below 2.5; the other
+#   layer-1 head is not needed for copying, but its absence costs the random tokens.
+# - Copying has a price where it is wrong: the random token right after a repeat costs more at
+#   the end than before the drop, by more than other random tokens rise.
+
+# %% [markdown]
+# ## Going further
+#
+# Optional: nothing above needs it. An experiment of your own: does the recipe that forms the
+# circuit on repeats of 6 to 12 tokens form it on shorter ones, and does the circuit it formed
+# carry over to them?
+
+# %% [markdown]
+# ### Explore: a shorter repeat
 #
 # Is a shorter repeat harder to learn? Train the two-layer model again by the same recipe, on
 # segments of 3 to 6 tokens: `train_induction(n_layers=2, repeat=(3, 6))`. Measure its loss on
@@ -679,22 +703,3 @@ assert long_on_short < short_on_short - 0.1, "the procedure carries over to shor
 # shorter than 6: what it learned is a procedure ("find the last occurrence, copy what
 # followed"), not the repeats it was shown. (Another question to try: does `n_layers=3` form
 # the heads sooner?)
-
-# %% [markdown]
-# ## What we learned
-#
-# - A two-layer model made of attention only learns to copy from its context, abruptly: after
-#   a plateau its loss on repeated tokens falls from 2.5 to 1.5 nats within a hundred steps,
-#   at another step in each seed (one that starts late may not finish in 500 steps). A one-layer model, trained the same way, never gets
-#   below 2.5: it only bets on the tokens it has seen. With the distance between the copies
-#   fixed, one layer copies too, by position alone; that is why the task varies it.
-# - The model needs its attention (uniform weights: above 3 nats), and the drop is when its
-#   heads form: a previous-token head in layer 1 and two induction heads in layer 2, each
-#   several times the level of uniform attention in its score, and none of them before.
-# - Ablations show the circuit: without the previous-token head the induction heads are lost
-#   (above 2.5 nats); without one induction head the loss rises but stays below 2.5; the other
-#   layer-1 head is not needed for copying, but its absence costs the random tokens.
-# - Copying has a price where it is wrong: the random token right after a repeat costs more at
-#   the end than before the drop, by more than other random tokens rise.
-# - What the model learned is a procedure: trained on repeats of 6 to 12 tokens, it copies
-#   repeats of 3 to 6 better than a model trained on those.

@@ -87,6 +87,31 @@ def test_every_notebook_has_its_student_edition_readme_row_and_exercises():
     assert SOURCES and not missing, "\n".join(missing)
 
 
+MAIN_LINE_WORDS = 2400  # about what a 90-120 minute lab reads, besides its code and exercises
+GOING_FURTHER = re.compile(r"## Going further\b")  # the heading of the optional closing part
+
+
+def main_line_words(source: Path) -> int:
+    """Words of prose a student reads before the notebook's `## Going further` (all of it where
+    there is none), speaker notes left out."""
+    words = 0
+    for cell in jupytext.read(source).cells:
+        if cell.cell_type != "markdown" \
+                or (cell.metadata.get("slideshow") or {}).get("slide_type") == "notes":
+            continue
+        if GOING_FURTHER.match(cell.source):
+            break
+        words += len(cell.source.split())
+    return words
+
+
+def test_every_main_line_fits_one_lab():
+    """Issue 28: a notebook's main line fits a 90-120 minute lab; side studies move into its
+    closing "Going further" part (optional, still executed)."""
+    long = {p.stem: main_line_words(p) for p in SOURCES if main_line_words(p) > MAIN_LINE_WORDS}
+    assert not long, f"main lines over {MAIN_LINE_WORDS} words: {long}"
+
+
 def pair_problems(ipynb: Path) -> list[str]:
     """What is wrong with a notebook and its paired .py: out of sync, not one top-to-bottom
     run, an error or a warning stored."""
