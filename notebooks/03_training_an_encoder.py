@@ -33,6 +33,8 @@
 # (tensors, `nn.Module`).
 
 # %% slideshow={"slide_type": "skip"}
+import copy
+
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -125,6 +127,7 @@ diagrams.show("encoder_block")
 torch.manual_seed(attnlab.seed_of(0))  # the initial weights
 model = TinyTransformer(len(vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
                         dtype=torch.float64)
+initial_weights = copy.deepcopy(model.state_dict())  # where the training below starts from
 block = model.blocks[0]
 parts = {f"token embedding ({len(vocab)} × 32)": [model.embed.tokens],
          "position vectors (64 × 32)": [model.embed.pos], "attention: q, k, v, out": [block.attn],
@@ -187,6 +190,8 @@ encode = ex03.encode(my_encode, model)
 # %%
 x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
 x_test, y_test, pos_test = test.tensors(vocab)  # (400, T), (400,), (400,)
+model.load_state_dict(initial_weights)  # run this cell again: the same training, not more of it
+model.train()
 optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE["lr"], fused=True)
 batch_order = torch.Generator().manual_seed(attnlab.seed_of(0))  # which reviews go into which minibatch
 test_acc = []

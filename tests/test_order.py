@@ -1,5 +1,6 @@
 """A cell run out of order says which cell to run first (issue 28), in a real kernel."""
 import nbformat
+from conftest import ROOT
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -39,3 +40,20 @@ def test_a_kernel_names_the_cell_to_run_first_and_the_cell_still_fails(tmp_path,
     (typo,) = nb.cells[4].outputs
     assert typo.ename == "NameError" and "PADD" in typo.evalue
     assert "not defined yet" not in "\n".join(typo.traceback)  # Python's own message
+
+
+def test_running_03s_training_cell_again_trains_the_same_model_not_more_of_it():
+    """Issue 28: a student who runs the training cell twice must see the same curve twice,
+    the one the prose beside it describes, not a model trained for twice the epochs."""
+    notebook = ROOT / "notebooks" / "03_training_an_encoder.ipynb"
+    full = nbformat.read(notebook, as_version=4)
+    code = [c for c in full.cells if c.cell_type == "code"
+            and "remove-cell" not in c.metadata.get("tags", [])]
+    training = next(i for i, c in enumerate(code) if "optimizer.step()" in c.source)
+    cells = [new_code_cell(c.source) for c in code[:training + 1]]
+    cells.append(new_code_cell(code[training].source))  # the same cell, run again
+    nb = new_notebook(cells=cells, metadata=full.metadata)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(notebook.parent)}}).execute()
+    first, again = ("".join(o.get("text", "") for o in c.outputs) for c in nb.cells[-2:])
+    assert "test accuracy by epoch" in first and again == first

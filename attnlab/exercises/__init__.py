@@ -1,7 +1,7 @@
 """Exercise checks: instant, friendly, offline feedback for the notebooks' exercises.
 
-A check never raises. It prints one line. An *implement* or *explore* check returns something
-the cells below can use:
+A check never raises. It prints one line (a ✗: a few short lines, the hint on its own). An
+*implement* or *explore* check returns something the cells below can use:
 
 - `✓ ...` the answer is right; the check returns the student's answer;
 - `✗ ...` not yet: what is wrong, and a hint that does not give the answer away; the check
@@ -57,6 +57,7 @@ from ..report import fmt
 RIGHT, WRONG, TODO = "✓", "✗", "○"
 PREDICTED = "✎"  # a prediction set beside its measurement: never right or wrong
 KINDS = ("implement", "predict", "explore")
+WIDTH = 80  # characters per line of a ✗ (see `say`)
 TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
 #                    time, so a test may set it lower (tests/conftest.py does)
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
@@ -133,13 +134,25 @@ class Verdict:
 
 
 def say(mark: str, name: str, message: str, hint: str | None = None) -> None:
-    """Print the one feedback line, `<mark> <name>: <message>` and (for ✗) the hint, and
-    remember the mark as the check's last verdict in this kernel (what `require` reads)."""
+    """Print the feedback, `<mark> <name>: <message>`, and remember the mark as the check's
+    last verdict in this kernel (what `require` reads).
+
+    ✓, ○ and ✎ are one line. A ✗ says more (what is wrong, then the hint), so it is cut into
+    lines of at most `WIDTH` characters, never inside a word, its hint on a line of its own,
+    and every line after the first indented: short lines that no notebook front end wraps
+    mid-word, and a block that looks unlike a ✓ line.
+    """
     _last_mark[name] = mark
     line = f"{mark} {name}: {message}"
-    if hint and mark == WRONG:
-        line += f" Hint: {hint}"
-    print(line)
+    if mark != WRONG:
+        print(line)
+        return
+    wrap = {"width": WIDTH, "subsequent_indent": "  ", "break_long_words": False,
+            "break_on_hyphens": False}
+    lines = textwrap.wrap(line, **wrap)
+    if hint:
+        lines += textwrap.wrap(f"Hint: {hint}", initial_indent="  ", **wrap)
+    print("\n".join(lines))
 
 
 def require(name: str) -> None:
