@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from exercise_doubles import expect
+from exercise_doubles import expect, one_line
 
 import attnlab
 from attnlab import attention as attn
+from attnlab import exercises
 from attnlab.exercises import ex01
 
 K = ex01.WORKED_KEYS  # (3, 4)
@@ -42,6 +43,16 @@ def softmax_over_queries(q, k, v):
     return weights @ v, weights
 
 
+def multiplied(q, k, v):
+    weights = torch.softmax(q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v, weights
+
+
+def wrong_output(q, k, v):
+    weights = right(q, k, v)[1]
+    return 2 * (weights @ v), weights  # not weights @ v
+
+
 def plain_transpose(q, k, v):  # right on 2-D inputs only
     weights = torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
     return weights @ v, weights
@@ -57,13 +68,26 @@ def test_attention_right_answers(capsys):
 @pytest.mark.filterwarnings("ignore:The use of `x.T`")
 def test_attention_names_each_typical_mistake(capsys):
     for answers, words in [
-        ([no_scale, softmax_over_queries], "differs from the reference"),
+        ([no_scale], "the scores are not divided by √d_k"),
+        ([softmax_over_queries], "sum to 1 over the queries (each column)"),
+        ([multiplied], "multiplied by √d_k, not divided by it"),
+        ([wrong_output], "your weights are right, but the output is not weights @ v"),
         ([plain_transpose], "on inputs of shapes (2, 6, 8)"),  # the first batched input
         ([lambda q, k, v: right(q, k, v)[0]], "tuple of 2 tensors"),  # forgot the weights
         ([lambda q, k, v: right(q, k, v)[::-1]], "the first result has shape"),  # swapped
     ]:
         got = expect(capsys, ex01.attention, answers, "✗", words)
         assert got == [attnlab.scaled_dot_product_attention] * len(got), words
+
+
+def test_attention_hints_nudge_first_then_give_the_method(capsys):
+    exercises._wrong_so_far.pop("attention", None)  # as in a fresh kernel
+    ex01.attention(no_scale)
+    first = one_line(capsys)[1]
+    ex01.attention(no_scale)
+    second = one_line(capsys)[1]
+    assert "one step at a time" in first and "Second hint" not in first
+    assert "Second hint: transpose only the last two dimensions" in second
 
 
 # --- explore: a query that makes key 2 win -----------------------------------------------------

@@ -32,6 +32,7 @@ from . import (
     check_prediction,
     exercise,
     prediction,
+    result_problem,
     tensor_problem,
 )
 
@@ -59,13 +60,39 @@ def _attention_inputs(seed: int = 1) -> list[tuple[torch.Tensor, torch.Tensor, t
     return [tuple(torch.randn(s, generator=g) for s in triple) for triple in shapes]
 
 
+def _attention_problem(got, expected, q, k, v) -> str | None:
+    """The plain comparison, named where the weights show a typical mistake: no √d_k, the
+    softmax over the queries, a multiplication by √d_k, or right weights with a wrong output."""
+    problem = result_problem(got, expected)
+    if problem is None or not (isinstance(got, tuple) and len(got) == 2
+                               and all(isinstance(t, torch.Tensor) for t in got)):
+        return problem
+    weights = got[1].detach().double()
+    scores = q.double() @ k.double().transpose(-2, -1)  # (..., T_q, T_k)
+    root = q.shape[-1] ** 0.5
+    for made, mistake in (
+            (torch.softmax(scores, -1), "your weights are softmax(q kᵀ): the scores are not "
+                                        "divided by √d_k"),
+            (torch.softmax(scores * root, -1), "your weights come from scores multiplied by "
+                                               "√d_k, not divided by it"),
+            (torch.softmax(scores / root, -2), "your weights sum to 1 over the queries (each "
+                                               "column), not over the keys (each row)"),
+            (expected[1].double(), "your weights are right, but the output is not weights @ v")):
+        if weights.shape == made.shape and torch.allclose(weights, made, atol=1e-5, rtol=1e-4):
+            return mistake
+    return problem
+
+
 @exercise("implement")
 def attention(fn):
     """Your `fn(q, k, v) -> (output, weights)` against `attnlab.scaled_dot_product_attention`."""
     return check_function(
         fn, scaled_dot_product_attention, _attention_inputs(), name="attention",
-        hint="transpose only the last two dimensions of k, divide the scores by √d_k, take the "
-             "softmax over the keys (the last dimension), and return (weights @ v, weights).")
+        compare=_attention_problem,
+        hint=("write out softmax(q kᵀ / √d_k) v one step at a time and compare each step with "
+              "yours.",
+              "transpose only the last two dimensions of k, divide the scores by √d_k, take the "
+              "softmax over the keys (the last dimension), and return (weights @ v, weights)."))
 
 
 def _as_vector(answer, n: int) -> tuple[torch.Tensor | None, str | None]:
