@@ -42,6 +42,7 @@ from .minilm import MiniLM, Tokenized, load_minilm
 from .repro import series_seed
 from .sentiment import HEAD_RECIPE, check_encoder, train_head
 from .train import RECIPE, Trained, initial_model, task_reviews, train_classifier
+from .widgets import restart_note
 
 #: what the app shows before the user types anything
 EXAMPLE_REVIEW = "What a terrific film, the cast was outstanding!"
@@ -405,7 +406,8 @@ class SentimentApp:
             self._result.add_class("attnlab-sentiment-result")
             self._input.observe(lambda change: self.update(change["new"]), names="value")
             self._button.on_click(lambda _: self.update(self._input.value))
-            self._widget = w.VBox([title, w.HBox([self._input, self._button]), self._result])
+            self._widget = w.VBox([title, w.HBox([self._input, self._button]), self._result,
+                                   restart_note()])
             self._widget.add_class("attnlab-sentiment")
             self.update(self._input.value)
         return self._widget

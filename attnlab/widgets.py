@@ -3,8 +3,10 @@
 Each widget is a class whose `view(...)` computes the numbers it shows (a plain dict, no
 widgets involved), `text(...)` formats them for a static, printable view (what nbval compares),
 and `update()` pushes the current slider state into the widgets. The notebook prints the static
-view first and then displays `.widget`; tests call `view`, move the sliders and read back what
-the widgets display.
+view first and then displays `.widget`, so that where the widget cannot show (a page reloaded
+without its state, a static copy) the numbers are still there as text; the widget's last line
+(`restart_note`) says what to do when its numbers stop following the controls. Tests call
+`view`, move the sliders and read back what the widgets display.
 
 Any label a caller passes (token, key name) is shown as text: it is HTML-escaped before it goes
 into an HTML widget, so "<b>" shows as "<b>" rather than turning text bold.
@@ -65,6 +67,18 @@ def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -
 _LABEL_STYLE = "max-width:24em;overflow-wrap:anywhere"
 
 
+RESTART_NOTE = ("If the numbers stop following the controls, the kernel has restarted: run "
+                "this cell again.")
+
+
+def restart_note() -> w.HTML:
+    """The last line of every widget of the series: after a kernel restart the controls still
+    move in the browser but nothing answers them, which looks like a broken widget."""
+    note = w.HTML(f'<small style="color:#555">{html.escape(RESTART_NOTE)}</small>')
+    note.add_class("attnlab-restart-note")
+    return note
+
+
 def _bar_html(fraction: float, color: str, width_px: int = 160) -> str:
     """A horizontal bar of `fraction` (0..1) of width_px, as an inline-block div."""
     px = max(0, min(width_px, round(float(fraction) * width_px)))
@@ -119,7 +133,7 @@ class AttentionPlayground:
         self.output_html = w.HTML()
         self.output_html.add_class("attnlab-playground-output")
         self.widget = w.VBox([w.HTML("<b>Move the query:</b>"), *self.sliders,
-                              self.weights_html, self.output_html])
+                              self.weights_html, self.output_html, restart_note()])
         self.widget.add_class("attnlab-playground")
         self._holding = False
         self.update()
@@ -229,7 +243,7 @@ class SoftmaxScaleExplorer:
         self.summary.add_class("attnlab-dk-summary")
         self.image = w.Image(format="png")
         self.image.add_class("attnlab-dk-plot")
-        self.widget = w.VBox([self.slider, self.summary, self.image])
+        self.widget = w.VBox([self.slider, self.summary, self.image, restart_note()])
         self.widget.add_class("attnlab-dk-explorer")
         self.update()
 
@@ -336,7 +350,7 @@ class PredictionComparison:
         self.tokens_html.add_class("attnlab-compare-tokens")
         self.table_html = w.HTML()
         self.table_html.add_class("attnlab-compare-table")
-        self.widget = w.VBox([self.input, self.tokens_html, self.table_html])
+        self.widget = w.VBox([self.input, self.tokens_html, self.table_html, restart_note()])
         self.widget.add_class("attnlab-compare")
         self.update()
 

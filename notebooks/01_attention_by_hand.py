@@ -256,6 +256,7 @@ plt.show()
 
 # %%
 playground = AttentionPlayground(K, V, query=Q[0], key_labels=key_names)
+print(playground.text())  # where it starts, as text too: what shows where the widget cannot
 playground.widget
 
 # %%

@@ -9,7 +9,7 @@ from conftest import raises_each
 
 from attnlab import scaled_dot_product_attention
 from attnlab.scaling import softmax_pair
-from attnlab.widgets import AttentionPlayground, SoftmaxScaleExplorer
+from attnlab.widgets import RESTART_NOTE, AttentionPlayground, SoftmaxScaleExplorer
 
 Q = [1.0, 0.0, 0.0, 0.0]
 K = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.7, 0.7, 0.0, 0.0]]
@@ -171,3 +171,11 @@ def test_explorer_draw_returns_two_panels():
 def test_explorer_offers_only_the_d_ks_it_was_given():
     with pytest.raises(ValueError, match="d_k must be one of 4, 8, got 16"):
         SoftmaxScaleExplorer(d_ks=[4, 8], d_k=16)
+
+
+def test_every_widget_ends_with_what_to_do_after_a_kernel_restart(playground):
+    """After a restart the sliders still move in the browser and nothing answers them: each
+    widget's last line says to run its cell again (issue 28, a widget's fallback)."""
+    for widget in (playground.widget, SoftmaxScaleExplorer(d_k=8).widget):
+        note = widget.children[-1]
+        assert "attnlab-restart-note" in note._dom_classes and RESTART_NOTE in note.value
