@@ -5,7 +5,7 @@ lists them with their shapes); everything else is free to change. Importing attn
 touches the network and never imports Keras: the assets and Keras are loaded on first use.
 """
 from .app import SentimentApp
-from .attention import MultiHeadAttention, causal_mask, rotary, scaled_dot_product_attention
+from .attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
 from .data import load_fashion_mnist
 from .embeddings import embed_images
@@ -14,6 +14,7 @@ from .minilm import load_minilm
 from .models import TinyTransformer
 from .probes import uniform_attention
 from .repro import seed_everything, seed_of
+from .rope import rotary
 
 __version__ = "0.1.0"
 

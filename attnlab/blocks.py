@@ -11,7 +11,7 @@
   Llama-family decoders (notebook 10's SmolLM2).
 - `PositionalEncoding`: learned positions (a table, as in BERT) or the fixed sinusoidal table of
   "Attention Is All You Need", added to the token vectors. Rotary positions are not added to
-  the input; they rotate q and k inside attention (`attnlab.attention.rotary`).
+  the input; they rotate q and k inside attention (`attnlab.rope.rotary`).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ embedding again as the output layer (tied weights). Every size is read from the 
 metadata, never written here.
 
 llama.cpp stores the rows of W_Q and W_K so that rotary turns adjacent pairs (x[2i], x[2i+1]),
-which is exactly what `attnlab.attention.rotary` does: the weights load as they are. (Hugging
+which is exactly what `attnlab.rope.rotary` does: the weights load as they are. (Hugging
 Face's copy rotates the two halves instead; tests/test_llama.py un-permutes the rows and checks
 our model against that form.)
 

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from .attention import broadcast
+from .attention_args import broadcast
 from .checks import check_int, check_tensor
 
 

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .attention import EVERY, HookPoint, MultiHeadAttention, causal_mask
+from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
+from .hooks import EVERY, HookPoint
 
 
 @contextmanager

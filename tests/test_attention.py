@@ -318,7 +318,7 @@ def test_uniform_attention_with_no_model_reaches_every_attention_also_one_built_
     allowed = attnlab.causal_mask(4).float()
     torch.testing.assert_close(w, (allowed / allowed.sum(-1, keepdim=True)).expand_as(w))
     torch.testing.assert_close(w_functional, torch.full((1, 4, 4), 0.25))
-    assert not attnlab.attention.EVERY["scores"].hooked  # and gone after the block
+    assert not attnlab.hooks.EVERY["scores"].hooked  # and gone after the block
     assert not torch.allclose(attnlab.scaled_dot_product_attention(x, x, x)[1], w_functional)
 
 

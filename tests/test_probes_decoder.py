@@ -4,7 +4,8 @@ probes of the sorter's BOS sink and of where its heads point."""
 import pytest
 import torch
 
-from attnlab.attention import HOOK_POINTS, MultiHeadAttention, causal_mask
+from attnlab.attention import MultiHeadAttention, causal_mask
+from attnlab.hooks import HOOK_POINTS
 from attnlab.probes import hide_key, pointing_scores
 
 

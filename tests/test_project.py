@@ -197,3 +197,10 @@ def test_readme_opens_with_the_two_commands_and_the_makefile_has_every_target_it
     named = set(re.findall(r"`make ([a-z-]+)", readme + (ROOT / "CONTRIBUTING.md").read_text()))
     missing = [t for t in sorted(named) if not re.search(rf"^{t}:", makefile, re.M)]
     assert not missing, f"README.md or CONTRIBUTING.md name make targets that are not: {missing}"
+
+
+def test_attention_is_the_maths_in_at_most_150_lines():
+    """Issue 27: attention.py holds the maths with its docstrings; what it accepts
+    (`attention_args`), its hook points (`hooks`) and RoPE (`rope`) live beside it."""
+    lines = (ROOT / "attnlab" / "attention.py").read_text().count("\n")
+    assert lines <= 150, f"attnlab/attention.py has {lines} lines"

@@ -8,11 +8,11 @@ from functools import lru_cache
 
 import torch
 
-from ..attention import rotary
 from ..data import Vocab
 from ..models import LEARNED_POSITION_STD
 from ..report import fmt
 from ..repro import seed_of
+from ..rope import rotary
 from ..train import RECIPE, fit_classifier, initial_model, task_reviews
 from . import (
     Verdict,

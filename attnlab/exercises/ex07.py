@@ -28,8 +28,8 @@ import math
 import torch
 from torch import nn
 
-from ..attention import broadcast
 from ..attention import causal_mask as reference_mask
+from ..attention_args import broadcast
 from ..blocks import DecoderBlock
 from ..generation import VOCAB, filter_logits, sort_task
 from ..generation import next_token_loss as reference_loss
