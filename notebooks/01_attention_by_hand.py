@@ -480,21 +480,6 @@ assert identical, "without positions, equal tokens must attend identically"
 # They do not differ: both tokens have the same embedding, and nothing here tells the layer
 # *where* a token sits, so it cannot tell them apart. Notebook 04 adds positions and measures
 # when that matters.
-#
-# The numbers this notebook measured, once more:
-
-# %%
-lessons = {
-    "worked example, weights": vec(weights[0]),
-    "worked example, output": vec(output[0]),
-    "key 1 masked, weights": vec(masked[0]),
-    "32 × q, weight of key 0": fmt(w0[-1], 3),
-    "q = [1, 1, 0, 0]: q·k2, q·k3": f"{fmt(dots[2], 1)}, {fmt(dots[3], 1)}",
-    "cos θ of k2, k3": f"{fmt(cosines[2], 3)}, {fmt(cosines[3], 3)}",
-    "untrained heads, largest weight × T": fmt(top.max() * T, 1),
-}
-for name, value in lessons.items():
-    print(f"{name:<36} {value}")
 
 # %% [markdown]
 # ## What we learned

@@ -26,29 +26,31 @@
 # - how to score each head against the uniform level and against chance, and how to find the
 #   heads a model cannot do without;
 # - what hiding a word from attention and zeroing its value each say;
-# - optional (*Going further*): position or polarity, and post-norm against pre-norm with a
-#   warm-up.
+# - optional (*Going further*): position or polarity; post-norm against pre-norm with a
+#   warm-up; and what notebook 02's $1/\sqrt{d_k}$ does in this model while it trains.
 #
 # Assumes: notebook 01 (scaled dot-product and multi-head attention) and basic PyTorch
 # (tensors, `nn.Module`).
 
 # %% slideshow={"slide_type": "skip"}
 import copy
+import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import diagrams, probes
+from attnlab import diagrams, probes, scaling
 from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
 from attnlab.exercises import ex03
 from attnlab.models import TinyTransformer
 from attnlab.parallel import parallel_map
-from attnlab.plots import attention_heatmap
+from attnlab.plots import accuracy_curves, attention_heatmap
 from attnlab.probes import target_scores
 from attnlab.report import fmt
-from attnlab.train import RECIPE, evaluate, fit_classifier, train_classifier
+from attnlab.train import RECIPE, evaluate, fit_classifier, initial_model, train_classifier
 
 attnlab.seed_everything(0)
 
@@ -593,7 +595,9 @@ assert min(hidden["first word"], hidden["decisive word"]) < 0.9 and hidden["but"
 #
 # Optional: nothing on the main line needs it. *By position, or by polarity?* asks whether the
 # heads read a word for where it stands or for what it is, in the five models; *Post-norm or
-# pre-norm* trains both blocks at a high learning rate, with and without a warm-up.
+# pre-norm* trains both blocks at a high learning rate, with and without a warm-up; *Why
+# scale?* measures how spread this model's scores are, and trains it without the
+# $1/\sqrt{d_k}$ of notebook 02.
 
 # %% [markdown]
 # ### By position, or by polarity?
@@ -683,22 +687,29 @@ curves = {name: [next(accuracies) for seed in (0, 1)] for name in variants.value
 
 
 # %%
-def verdict(curve):
-    """What a run did, in words that do not hang on a last digit (at this learning rate the
-    exact accuracies change with the smallest change to the numbers). A run that reached 0.75
-    "fell back" if some later epoch lies more than 0.1 below its best so far."""
-    if max(curve) < 0.6:
-        return "at chance"
+def steady(curve):
+    """True if a run reached 0.75 and no later epoch lies more than 0.1 below its best so far."""
     if max(curve) < 0.75:
-        return "partly (best < 0.75)"
+        return False
     first = next(i for i, a in enumerate(curve) if a >= 0.75)
-    fell = max(max(curve[:i + 1]) - curve[i] for i in range(first, len(curve)))
-    return "learned, then fell back" if fell > 0.1 else "learned and kept it"
+    return max(max(curve[:i + 1]) - curve[i] for i in range(first, len(curve))) <= 0.1
 
 
-print(f"{'':22} {'seed 0':26} {'seed 1':26}")
-for name, runs in curves.items():
-    print(f"{name:22} " + " ".join(f"{verdict(r):26}" for r in runs))
+def verdict(runs):
+    """What the two runs of one block did, in words. At this learning rate the later epochs of
+    a run change with the smallest change to its numbers, so the words are about both runs."""
+    if max(max(curve) for curve in runs) < 0.6:
+        return "at chance in both runs"
+    if all(steady(curve) for curve in runs):
+        return "learned in both runs, and kept it"
+    if any(max(curve) >= 0.75 for curve in runs):
+        return "learned, but not steadily in both runs"
+    return "never reached 0.75"
+
+
+said = {name: verdict(runs) for name, runs in curves.items()}
+for name, words in said.items():
+    print(f"{name:22} {words}")
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -715,17 +726,284 @@ fig.tight_layout()
 plt.show()
 
 # %% tags=["remove-cell"]
-said = {name: [verdict(r) for r in runs] for name, runs in curves.items()}
-assert said["post-norm"] == ["at chance"] * 2
-assert "learned" in " ".join(said["post-norm + warm-up"]), "the warm-up lets post-norm leave chance"
-assert said["post-norm + warm-up"] != ["learned and kept it"] * 2, "but not steadily"
-assert said["pre-norm"] == ["learned and kept it"] * 2
+assert said == {"post-norm": "at chance in both runs",
+                "post-norm + warm-up": "learned, but not steadily in both runs",
+                "pre-norm": "learned in both runs, and kept it"}
 
 # %% [markdown]
 # At this learning rate the post-norm model without warm-up never leaves chance, with either
 # seed. With the warm-up it does learn, but not steadily: of its two runs, at least one falls
-# back after its best epoch or never gets there (the table says which, the figure shows how
-# far). Pre-norm learns in both seeds without any warm-up, and keeps what it learned. Two seeds
+# back after its best epoch or never gets there (the figure shows which, and how far). Pre-norm learns in both seeds without any warm-up, and keeps what it learned. Two seeds
 # of one small model are not a law, and we have not measured *why*; Xiong et al. (2020) give
 # the analysis: a post-norm block's gradients are largest at the start of training, which is
 # what a warm-up's small first steps protect against.
+
+# %% [markdown]
+# ### Why scale? The scores of this model
+#
+# Notebook 02 measured what the $1/\sqrt{d_k}$ does to queries and keys whose entries are
+# draws from $\mathcal{N}(0, 1)$. This notebook's model is not like that: its token vectors
+# are drawn small (entries of variance $1/d_{model}$, length about 1), its block is post-norm
+# (no LayerNorm before attention), and its queries and keys are learned projections of learned
+# token vectors. Its 4 heads have $d_{head} = 8$. How spread are the scores its softmax sees?
+#
+# **Implement** `my_score_spread(attn, h, real)`: the standard deviation of the scaled scores
+# $q \cdot k \times$ scale of an attention layer `attn` on its input `h` (B, T, d_model), over
+# every (query, key) pair of two real tokens (`real` (B, T) is False at padding), all heads
+# together. `attn.project(h)` returns the heads' queries, keys and values (B, H, T, d_head) each
+# (notebook 01's projection and split); `attn.scale` is the layer's scale, None for the usual
+# $1/\sqrt{d_{head}}$.
+#
+# <details><summary>Hint 1</summary>
+#
+# The softmax of one head sees one score per (query, key) pair of one review. Which of those
+# pairs does padding spoil, and which axes of the scores say it?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Compute all the scores at once, (B, H, T, T), times the scale. Build a (B, T, T) pair mask
+# from `real` with one new axis for the query role and one for the key role, give it a head axis,
+# select the scores where it is True, and take their standard deviation.
+# </details>
+
+# %%
+def my_score_spread(attn, h, real):
+    ### BEGIN SOLUTION
+    q, k, _ = attn.project(h)  # (B, H, T, d_head) each
+    scale = attn.scale if attn.scale is not None else 1 / math.sqrt(attn.d_head)
+    scores = q @ k.transpose(-2, -1) * scale  # (B, H, T, T)   what the softmax sees
+    pairs = real[:, None, :, None] & real[:, None, None, :]  # (B, 1, T, T)   both tokens real
+    return scores.masked_select(pairs).std()
+    ### END SOLUTION
+
+
+score_spread = ex03.score_spread(my_score_spread)  # yours if it is right, attnlab's otherwise
+
+# %% [markdown]
+# **Predict first.** Notebook 02's random queries and keys give scaled scores of spread 1. What
+# is the spread of this model's at initialisation, before any training? Write it down, then run
+# the measurement: your function on the 400 test reviews, at initialisation and after training.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class: near 1, like notebook 02's? Larger? Smaller? By how much? Then: and after training?
+
+# %%
+spread_guess = ...  # your prediction: the spread of the scaled scores at initialisation
+### BEGIN SOLUTION
+spread_guess = 0.02  # entries of q and k near 0.14, d_head = 8: 0.14² × √8 / √8 ≈ 0.02
+### END SOLUTION
+
+# %%
+untrained = initial_model(len(vocab))  # the model above before its first step
+spreads, largest = {}, {}
+for name, net in (("initialisation", untrained), ("trained", model)):
+    with torch.no_grad():
+        spreads[name] = float(score_spread(net.blocks[0].attn, net.embed(x_test), real))
+    top = net.attention_maps(x_test)[0].amax(-1)  # (400, H, T)   each query's largest weight
+    largest[name] = top[real[:, None, :].expand_as(top)].mean().item()  # over real queries
+first = untrained.blocks[0]
+with torch.no_grad():  # a pre-norm block (GPT-2, Llama) gives attention LayerNorm(x) instead of x
+    prenorm = float(score_spread(first.attn, first.norm1(untrained.embed(x_test)), real))
+print(f"{'':<15} {'spread of the scores':>21} {'mean largest weight':>20}")
+for name in spreads:
+    print(f"{name:<15} {fmt(spreads[name], 3):>21} {fmt(largest[name], 3):>20}")
+print(f"initialisation, its input through a LayerNorm first (pre-norm): spread {fmt(prenorm, 3)}")
+
+# %% tags=["remove-cell"]
+assert 0.01 < spreads["initialisation"] < 0.03, "about 0.02"
+assert 0.5 < spreads["trained"] < 2 and largest["trained"] < 0.5, "about 1; far from one-hot"
+assert largest["initialisation"] < 0.15, "almost uniform at the start"
+assert abs(prenorm - 1 / 3) < 0.05, "pre-norm: about 1/3"
+
+# %%
+ex03.spread_at_init(spread_guess, spreads["initialisation"])
+
+# %% [markdown]
+# At initialisation the scores spread about 0.02, not 1: nn.Linear draws $W_Q$ and $W_K$ with
+# entries of about $1/\sqrt{d_{model}}$ and the token vectors have length about 1, so the
+# entries of $q$ and $k$ start small, and their products smaller still. The softmax starts
+# almost uniform. That is this model's choice: a pre-norm block normalises each token vector to
+# entries of variance 1 first, and the same untrained layer then spreads its scores about 1/3
+# (nn.Linear's weights have variance $1/(3 d_{model})$, so $q$ and $k$ have entries of variance
+# 1/3), larger but still below 1. After training this model's scores spread about 1, and a
+# query's largest weight stays below 0.5 on average, far from one-hot (1). Its softmax does not
+# saturate, before or after training: notebook 02's vanishing gradient never happens to it. So
+# what does the scale do here?
+
+# %% [markdown]
+# ### Training without the scale
+#
+# With $d_{head} = 8$ the scale divides by $\sqrt 8 \approx 2.8$. We give the model one head of
+# $d_{head} = 64$ instead ($d_{model} = 64$), where it divides by 8, and train it with this
+# notebook's recipe for 5 epochs (passes over the 1,600 training reviews).
+# `scaling.train_at_scale(scale, seed=..., epochs=...)` does it; `scale=None` is the usual
+# $1/\sqrt{d_{head}}$. The cell trains three seeds of each variant, for a table further down;
+# here, seed 0's test accuracy after each epoch:
+
+# %%
+EPOCHS = 5
+SEEDS = (0, 1, 2)
+VARIANTS = {"scaled": {}, "scale 1.0": {"scale": 1.0}, "folded": {"fold": True}}  # their arguments
+jobs = [(name, seed) for name in ("scaled", "scale 1.0") for seed in SEEDS]
+trained_at = iter(parallel_map(lambda job: scaling.train_at_scale(
+    **VARIANTS[job[0]], seed=job[1], epochs=EPOCHS), jobs))  # side by side where a core is free
+scale_runs = {name: [next(trained_at) for seed in SEEDS] for name in ("scaled", "scale 1.0")}
+scaled_run = scale_runs["scaled"][0]  # softmax(q·k / 8), seed 0
+print("scaled, seed 0:", " ".join(fmt(a, 3) for a in scaled_run.history["test_acc"]))
+
+# %% [markdown]
+# **Explore.** Train the same model with `scale=1.0` (no division) and seed 0. Notebook 02 says
+# what to expect of unscaled scores at $d_k = 64$; the part above says how large this model's
+# scores are. What is its test accuracy after 4 epochs? Compare its whole curve with the one above.
+#
+# <details><summary>Hint 1</summary>
+#
+# One argument of the cell above changes; everything else stays.
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# The history's `"test_acc"` list holds one test accuracy per epoch, the first epoch at index 0.
+# You may train for 4 epochs only: the first epochs do not depend on how many follow.
+# </details>
+
+# %%
+unscaled_accuracy = ...  # the test accuracy after 4 epochs with scale=1.0, seed 0
+### BEGIN SOLUTION
+unscaled_run = scaling.train_at_scale(1.0, seed=0, epochs=4)
+unscaled_accuracy = unscaled_run.history["test_acc"][3]  # epoch 4
+### END SOLUTION
+unscaled_accuracy = ex03.accuracy_without_scale(
+    unscaled_accuracy, {name: scale_runs[name][0].history["test_acc"]
+                        for name in ("scale 1.0", "scaled")})
+
+# %% [markdown]
+# One run could be luck. Three seeds of each (each seed draws other reviews, other initial
+# weights and another batch order), with the spread of each model's scores (your
+# `score_spread`) at the start and after training:
+
+# %%
+def spread_of(model, run):
+    """The spread of `model`'s scaled scores on the test reviews of `run`."""
+    x, _, _ = run.test.tensors(run.vocab)  # (400, T)
+    with torch.no_grad():
+        return float(score_spread(model.blocks[0].attn, model.embed(x), x != run.vocab.PAD))
+
+
+# %% tags=["hide-input"]
+def spread_table(names):
+    """Per run: test accuracy after epochs 4 and 5, spread of the scores at the start and after
+    training; printed, and returned as {name: [row per seed]}."""
+    print(f"{'':<10} {'seed':>4} {'after 4 epochs':>15} {'after 5':>8} {'spread: start':>14} "
+          f"{'trained':>8}")
+    rows = {}
+    for name in names:
+        rows[name] = [(run.history["test_acc"][3], run.history["test_acc"][4],
+                       spread_of(scaling.initial_at_scale(**VARIANTS[name], seed=seed), run),
+                       spread_of(run.model, run))
+                      for seed, run in zip(SEEDS, scale_runs[name])]
+        for seed, row in zip(SEEDS, rows[name]):
+            print(f"{name:<10} {seed:>4} {fmt(row[0], 3):>15} {fmt(row[1], 3):>8} "
+                  f"{fmt(row[2], 2):>14} {fmt(row[3], 2):>8}")
+    return rows
+
+
+spread_rows = spread_table(["scaled", "scale 1.0"])
+
+# %% tags=["remove-cell"]
+column = {name: np.array(list(zip(*spread_rows[name]))) for name in spread_rows}  # (4, 3) each
+ahead = column["scale 1.0"][0] - column["scaled"][0]  # (3,)   after 4 epochs, seed by seed
+assert ahead.mean() > 0.04 and (ahead > 0).sum() >= 2, "ahead on average and in most seeds"
+assert min(column["scaled"][1].min(), column["scale 1.0"][1].min()) > 0.7, "all above 0.7"
+assert np.allclose(column["scale 1.0"][2], 8 * column["scaled"][2]), "8 times wider at the start"
+assert column["scaled"][2].max() < 0.015, "about 0.01 at the start"
+assert (column["scale 1.0"][3] > 2 * column["scaled"][3]).all(), "twice as wide, every seed"
+
+# %% tags=["hide-input"]
+accuracy_curves({name: [r.history for r in group] for name, group in scale_runs.items()},
+                chance=0.5, figsize=(8, 4), title="one head of d_head = 64, three seeds each")
+plt.show()
+
+# %% [markdown]
+# Without the division the model does not stall. It learns *faster*: after 4 epochs it is ahead
+# on average over the three seeds, and in most of them; after 5 epochs every run of either kind
+# is above 0.7. Notebook 02's gradient shrank only for scores as spread as its random ones at
+# $d_k \geq 128$; without the scale these start 8 times wider than with it, whose spread is about
+# 0.01: the softmax is nowhere near saturation. What the missing division changes is how fast
+# the scores grow: after training they are more than twice as spread as the scaled model's, in
+# every seed.
+
+# %% [markdown]
+# ### Free at inference, not in training
+#
+# In a trained model the division can be stored in $W_Q$ once:
+# $(XW_Q / \sqrt{d_k})(XW_K)^\top = (XW_Q)(XW_K)^\top / \sqrt{d_k}$, so at inference the scale
+# costs nothing. Then why not leave the division out and let training find the right size of
+# $W_Q$? Try it: fold the scale into $W_Q$ at initialisation ($W_Q / 8$, and its bias $/ 8$)
+# and train without a division. At step 0 this *is* the scaled model: every score, weight and
+# prediction is the same. `scaling.train_at_scale(fold=True)` trains it.
+#
+# **Predict first:** after training, will the folded model's scores be spread like the scaled
+# model's (it starts as the scaled model) or like the unscaled one's (it trains without a
+# division)? Write `"scaled"` or `"unscaled"`.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# Ask the class: same function at step 0, same data, same batches, same optimiser. Can the two
+# trainings differ at all? Let them argue before running.
+
+# %%
+folded_guess = ...  # "scaled" or "unscaled"
+### BEGIN SOLUTION
+folded_guess = "unscaled"  # an 8× smaller W_Q with an 8× larger gradient: Adam moves it 8× faster
+### END SOLUTION
+
+# %%
+scale_runs["folded"] = parallel_map(lambda seed: scaling.train_at_scale(
+    fold=True, seed=seed, epochs=EPOCHS), SEEDS)
+spread_rows.update(spread_table(["folded"]))
+
+# %% tags=["remove-cell"]
+column = {name: np.array(list(zip(*spread_rows[name]))) for name in spread_rows}
+assert np.allclose(column["folded"][2], column["scaled"][2]), "folded: the scaled model at step 0"
+assert (column["folded"][3] > 1.5 * column["scaled"][3]).all(), "wider than scaled, every seed"
+
+# %%
+trained_spreads = {name: [row[3] for row in spread_rows[name]] for name in spread_rows}
+ex03.folded_spread(folded_guess, trained_spreads)
+
+# %% tags=["remove-cell"]
+assert folded_guess == "unscaled", "the prose says: nearer the unscaled model's"
+
+# %% tags=["hide-input"]
+accuracy_curves({name: [r.history for r in group] for name, group in scale_runs.items()},
+                chance=0.5, figsize=(8, 4),
+                title="the scale folded into W_Q at initialisation, three seeds")
+plt.show()
+
+# %% [markdown]
+# The folded model starts as the scaled one, yet in every seed its scores end up wider than the
+# scaled model's of the same seed, on the whole nearer the unscaled model's. Why? Compare the
+# two models' $W_Q$ and its gradient at step 0, on one batch:
+
+# %%
+x_batch, y_batch, _ = scaled_run.train.tensors(scaled_run.vocab)  # (1600, T), (1600,)
+w_q, grads = {}, {}
+for name in ("scaled", "folded"):
+    net = scaling.initial_at_scale(**VARIANTS[name], seed=0)  # step 0, the same function
+    F.cross_entropy(net(x_batch[:64]), y_batch[:64]).backward()  # one batch of 64
+    w_q[name] = net.blocks[0].attn.q.weight.detach()  # (64, 64)
+    grads[name] = net.blocks[0].attn.q.weight.grad  # (64, 64)   ∂L/∂W_Q
+print(f"folded / scaled: W_Q {fmt(float(w_q['folded'].norm() / w_q['scaled'].norm()), 3)}×, "
+      f"its gradient {fmt(float(grads['folded'].norm() / grads['scaled'].norm()), 3)}×")
+
+# %% tags=["remove-cell"]
+assert torch.allclose(grads["folded"], 8 * grads["scaled"]), "8 times the gradient, entry by entry"
+assert torch.allclose(8 * w_q["folded"], w_q["scaled"]), "8 times smaller"
+
+# %% [markdown]
+# The folded $W_Q$ is 8 times smaller and, by the chain rule, gets a gradient 8 times larger.
+# Adam, which the series uses, moves every weight by about the learning rate per step whatever
+# the size of its gradient, so the folded $W_Q$, and the queries, move 8 times faster relative
+# to their size. Plain SGD, a step of learning rate × gradient, would not undo this: it would
+# move them $8 \times 8 = 64$ times faster. The $1/\sqrt{d_k}$ is not only the scores' size at
+# initialisation: it also sets how fast they move, and a model with the scale folded into its
+# weights is another model to train.

@@ -23,9 +23,7 @@
 # - how big sinusoidal position vectors are next to the token vectors, and why the original
 #   Transformer multiplies its token vectors by √d_model (measured);
 # - how rotary positions turn queries and keys so that attention scores depend only on the
-#   distance between two tokens, and to write that turn yourself;
-# - in an optional *Going further* part, for after notebook 07: what each encoding does past the
-#   training length.
+#   distance between two tokens, and to write that turn yourself.
 #
 # Assumes: notebook 03 (the TinyTransformer, its training loop and recipe, the contrast reviews,
 # `attnlab.uniform_attention(model)`).
@@ -35,7 +33,6 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 from IPython.display import display
 
 import attnlab
@@ -51,14 +48,13 @@ from attnlab.data import (
     make_reviews,
 )
 from attnlab.exercises import ex04
-from attnlab.models import LEARNED_POSITION_STD, DecoderOnly, TinyTransformer, draw_float64
+from attnlab.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
 from attnlab.parallel import parallel_map
-from attnlab.plots import accuracy_curves, mean_spread_bars
+from attnlab.plots import accuracy_curves
 from attnlab.report import fmt
 from attnlab.train import (
     RECIPE,
     evaluate,
-    fit,
     fit_classifier,
     initial_model,
     task_reviews,
@@ -663,162 +659,3 @@ table = show_table(sorted(runs, key=lambda key: (key[0], ENCODINGS.index(key[1])
 #   both seeds; rotary ones later, in one run.
 # - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
 #   precision; with an added sinusoidal table it does not.
-
-# %% [markdown]
-# ## Going further
-#
-# Optional: nothing above needs it. *Past the training length* trains small causal decoders
-# (notebook 07's) and asks what learned, sinusoidal, rotary and no positions do with positions
-# longer than any seen in training.
-
-# %% [markdown]
-# ### Past the training length
-#
-# This part uses the causal decoder that notebook 07 builds (`DecoderOnly`, with its causal
-# mask): come back to it after notebook 07.
-#
-# A model trained on sequences up to length L meets a longer one. What does each encoding do with
-# positions it never saw? A classifier over 5-15 words does not ask this; a decoder does. Take a
-# task a one-block `DecoderOnly` learns in a second: sequences of random symbols 0-7, and at
-# every position t ≥ 2 the model must name the symbol **two places back**, x[t − 2]. Only
-# position says where that is, and the rule is the same at every position, so it could carry on
-# to any length. Train on length L = 8; test on the positions 2-7 of length-8 sequences and on
-# the positions 8-15 of length-16 ones, which no training sequence had.
-
-# %%
-V, BACK, L = 8, 2, 8  # symbols, how far back, training length
-STEPS, BATCH = 150, 32  # Adam steps, sequences per step
-
-
-def two_back(n, length, seed):
-    """n random sequences (n, length) of the symbols 0..V-1, and their targets: the symbol
-    BACK places earlier (-100, ignored by the loss, where there is none)."""
-    x = torch.randint(0, V, (n, length), generator=torch.Generator().manual_seed(attnlab.seed_of(seed)))  # (n, T)
-    y = torch.full_like(x, -100)  # (n, T)
-    y[:, BACK:] = x[:, :-BACK]  # y[t] = x[t - 2]
-    return x, y
-
-
-x, y = two_back(1, L, seed=0)
-print("sequence:", x[0].tolist())
-print("targets: ", ["-" if t < 0 else t for t in y[0].tolist()])
-
-# %% [markdown]
-# Four decoders of the same size, trained the same way (the same batches for the same seed),
-# with learned positions (a table of L rows), the sinusoidal table, rotary positions, and none.
-# A causal decoder reads each position's past only, so its answers at positions 0-7 of a
-# length-16 sequence are its answers on the first 8 symbols.
-#
-# **Predict first.** Which of the four still solve the task (a test accuracy of at least 0.9 in
-# every run) at positions 8-15?
-
-# %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class before running: the learned table has no row for position 8; the sinusoidal
-# table has one, never seen in training; rotary positions enter only as distances; a decoder
-# without positions has only the causal mask. Which survive twice the training length?
-
-# %%
-survive = ...  # your prediction: a set of names from "learned", "sinusoidal", "rotary", "none"
-### BEGIN SOLUTION
-survive = {"rotary"}
-### END SOLUTION
-
-# %% tags=["hide-input"]
-def train_decoder(positions, seed):
-    """A one-block DecoderOnly trained on two_back sequences of length L through attnlab's fit."""
-    torch.manual_seed(attnlab.seed_of(seed))  # the initial weights
-    model = DecoderOnly(V, max_len=L if positions == "learned" else 2 * L, positions=positions,
-                        dtype=torch.float64)
-    batches = (two_back(BATCH, L, seed=1000 * seed + step) for step in range(STEPS))
-
-    def loss_fn(model, batch):
-        x, y = batch  # (B, L), (B, L)
-        return F.cross_entropy(model(x).flatten(0, 1), y.flatten())  # -100 targets ignored
-    fit(model, batches, loss_fn, lr=1e-2, decay_steps=STEPS)
-    return model
-
-
-def accuracy(predicted, y, start, stop):
-    """Share of right answers at positions start..stop-1."""
-    return (predicted[:, start:stop] == y[:, start:stop]).double().mean().item()
-
-
-x_test, y_test = two_back(1000, 2 * L, seed=10**6)  # (1000, 16), (1000, 16)
-built = iter(parallel_map(lambda job: train_decoder(*job), [(p, s) for p in ENCODINGS
-                                                             for s in (0, 1)]))
-decoders = {p: [next(built) for seed in (0, 1)] for p in ENCODINGS}
-within, past = {}, {}
-with torch.no_grad():
-    for p, models in decoders.items():
-        within[p] = [accuracy(m(x_test[:, :L]).argmax(-1), y_test, BACK, L) for m in models]
-        try:
-            past[p] = [accuracy(m(x_test).argmax(-1), y_test, L, 2 * L) for m in models]
-        except ValueError as error:  # a learned table has no row for position L
-            past[p], reason = [], error
-print(f"{'encoding':11} {'positions 2-7 (seeds 0, 1)':>27}   {'positions 8-15':>14}")
-for p in ENCODINGS:
-    shown = "  ".join(fmt(a, 3) for a in past[p]) or f"cannot read position {L}"
-    print(f"{p:11} {'  '.join(fmt(a, 3) for a in within[p]):>27}   {shown:>14}")
-print(f"\nlearned, length {2 * L}: ValueError: {reason}")
-
-# %% tags=["remove-cell"]
-assert min(within["learned"] + within["sinusoidal"] + within["rotary"]) >= 0.99
-assert past["learned"] == [] and min(past["rotary"]) >= 0.99
-assert max(past["sinusoidal"]) < 0.2, "sinusoidal: near chance (1/8) past the training length"
-assert max(within["none"]) < 0.5 and max(past["none"]) < 0.35
-
-# %%
-measured = {p for p in ENCODINGS if past[p] and min(past[p]) >= 0.9}
-ex04.survivors(survive, measured)
-
-# %% tags=["hide-input"]
-fig = mean_spread_bars({"positions 2-7 (trained)": within,
-                        "positions 8-15 (new)": {p: a for p, a in past.items() if a}},
-                       chance=1 / V, title="two back: accuracy within and past the training length")
-fig.axes[0].text(0.7, 0.2, f"learned:\ncannot read\nposition {L}", ha="center", fontsize=10)
-plt.show()
-
-# %% [markdown]
-# Within the training length, learned, sinusoidal and rotary positions all solve the task. Past
-# it, rotary positions still do: a rotary score depends only on the distance, and "two back" is
-# the same distance at position 12 as at position 4. The sinusoidal decoder falls to near chance
-# (1 in 8): its vectors for positions 8-15 exist, but it never saw them, and what it learned
-# about positions 0-7 does not carry over. The learned table cannot even be read there.
-#
-# And the decoder without positions? It stays far below the others even within the training
-# length, yet above chance. The causal mask gives every position its own past: position t reads
-# the set of symbols 0..t, a different set at each position, where an encoder without positions
-# gives every position the same set, the whole sentence. From a set alone, "two back" could be any
-# earlier symbol; the best guess is the most frequent one. How well does that guess do?
-
-# %%
-def best_from_the_set(x, start, stop):
-    """Accuracy of guessing, at each position t, the most frequent symbol among x[0..t-1]: the
-    best any reader of the past as a set can do (each of them is x[t-2] equally likely)."""
-    counts = F.one_hot(x, V).cumsum(1)  # (n, T, V)   counts[:, t] = symbols 0..t
-    best = counts[:, start - 1:stop - 1].max(-1).values  # (n, stop-start)   over 0..t-1
-    return (best / torch.arange(start, stop)).mean().item()  # a guess is right best/t of the time
-
-
-ceiling = {"2-7": best_from_the_set(x_test, BACK, L), "8-15": best_from_the_set(x_test, L, 2 * L)}
-print("no positions, seeds 0, 1:", "  ".join(fmt(a, 3) for a in within["none"]), "at positions 2-7,",
-      "  ".join(fmt(a, 3) for a in past["none"]), "at 8-15")
-print(f"the most frequent earlier symbol: {fmt(ceiling['2-7'], 3)} at positions 2-7, "
-      f"{fmt(ceiling['8-15'], 3)} at 8-15 (chance: {fmt(1 / V, 3)})")
-
-# %% tags=["remove-cell"]
-assert all(abs(a - ceiling["2-7"]) < 0.03 for a in within["none"])
-assert all(abs(a - ceiling["8-15"]) < 0.03 for a in past["none"])
-
-# %% [markdown]
-# The decoder without positions does just what a reader of the past as a set can do, at both
-# lengths: it counts the symbols before it and names the most frequent. It is not blind to order
-# as the encoder was (the mask gives it the past), but one layer without positions cannot point
-# at "two places back".
-#
-# What these numbers support: on a task whose rule is a fixed distance, with one layer and two
-# seeds, rotary positions carry the rule to twice the training length and sinusoidal positions
-# do not. What they do not support: that rotary positions extrapolate in general. A task whose
-# answer depends on the absolute position, or distances longer than any seen in training, would
-# test them differently, and large language models with rotary positions are known to degrade
-# past their training length too.

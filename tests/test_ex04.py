@@ -108,18 +108,3 @@ def test_the_check_trains_the_experiment_the_exercise_describes():
     history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2],
                              epochs=reach, seed=0)
     assert first_epoch_at(history) == reach
-
-
-# --- predict: which encodings survive twice the length -------------------------------------------
-
-def test_survivors(capsys):
-    expect(capsys, ex04.survivors, [{"rotary"}, ["rotary"], "rotary"], "✎",
-           "you predicted {rotary}; measured {rotary}. A", {"rotary"})
-    expect(capsys, ex04.survivors, [{"rotary", "sinusoidal"}, set()], "✎",
-           "measured {rotary} (written after the measurement was shown). A rotary score",
-           {"rotary"})
-    for answers, words in [
-        ([{"rotary", "alibi"}], "'alibi' is not one of the encodings"),
-        ([0.9], "expected a set of encoding names, got a float"),
-    ]:
-        expect(capsys, ex04.survivors, answers, "○", words, {"rotary"})

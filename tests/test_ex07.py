@@ -230,3 +230,18 @@ def test_decoder_block_names_each_typical_mistake(capsys):
         (lambda b, x, c, m: written_out(b, x, c, m) + 1e-6, "differs from the reference"),
     ]:
         expect(capsys, ex07.decoder_block, [answer], "✗", words)
+
+
+# --- predict: which encodings survive twice the length -------------------------------------------
+
+def test_survivors(capsys):
+    expect(capsys, ex07.survivors, [{"rotary"}, ["rotary"], "rotary"], "✎",
+           "you predicted {rotary}; measured {rotary}. A", {"rotary"})
+    expect(capsys, ex07.survivors, [{"rotary", "sinusoidal"}, set()], "✎",
+           "measured {rotary} (written after the measurement was shown). A rotary score",
+           {"rotary"})
+    for answers, words in [
+        ([{"rotary", "alibi"}], "'alibi' is not one of the encodings"),
+        ([0.9], "expected a set of encoding names, got a float"),
+    ]:
+        expect(capsys, ex07.survivors, answers, "○", words, {"rotary"})

@@ -1,7 +1,6 @@
 """Notebook 04's exercises: the contrast task without positions (predict), the length of a
 sinusoidal position vector (predict), the rotation of one pair of dimensions in rotary positions
-(implement), a learned position table rescaled before training (explore), and which position
-encodings still solve a decoder's task at twice the training length (predict)."""
+(implement) and a learned position table rescaled before training (explore)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -16,17 +15,13 @@ from ..rope import rotary
 from ..train import RECIPE, fit_classifier, initial_model, task_reviews
 from . import (
     Verdict,
-    _kind,
     as_number,
     check_answer,
     check_function,
     check_prediction,
     exercise,
-    prediction,
     result_problem,
 )
-
-ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 
 
 @exercise("predict", args=(0.49,))
@@ -161,40 +156,3 @@ def rescaled_reach(answer, unscaled):
 
 
 # --- predict: which encodings survive twice the training length ----------------------------------
-
-SURVIVORS_LESSON = (
-    "A rotary score depends only on the distance m - n, and 'two back' is one distance at every "
-    "length; the sinusoidal vectors past the training length never occurred in training; a "
-    "learned table has no row for them at all.")
-
-
-def _names(guess) -> tuple[set | None, str | None]:
-    """(the set of encoding names in a guess, None) or (None, what is wrong with it)."""
-    if isinstance(guess, str) and guess in ENCODINGS:
-        return {guess}, None  # one name alone is a set of one
-    if isinstance(guess, str) or not isinstance(guess, (set, frozenset, list, tuple)):
-        return None, f"expected a set of encoding names, got {_kind(guess)}"
-    unknown = [n for n in guess if not isinstance(n, str) or n not in ENCODINGS]
-    if unknown:
-        return None, f"{unknown[0]!r} is not one of the encodings {ENCODINGS}"
-    return set(guess), None
-
-
-@exercise("predict", args=({"rotary"},))
-def survivors(guess, measured):
-    """Predict: the set of encodings whose decoders still solve the task (a test accuracy of at
-    least 0.9 in every run) at the positions past the training length."""
-    measured = set(measured)
-
-    def read(guess):
-        names, problem = _names(guess)
-        return (None, problem) if problem else (frozenset(names), None)
-
-    return prediction(
-        guess, name="which encodings survive twice the length", read=read,
-        describe=lambda names: f"you predicted {{{', '.join(sorted(names))}}}; measured "
-                               f"{{{', '.join(sorted(measured))}}}",
-        lesson=SURVIVORS_LESSON,
-        todo="no prediction yet; write your guess in the cell above before running.",
-        write=f"Write a set of names from {ENCODINGS}, such as {{'learned', 'none'}}, or set() "
-              "for none of them.")

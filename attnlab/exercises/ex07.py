@@ -17,7 +17,9 @@
 - `decoder_block` (implement): the post-norm decoder block's forward (masked self-attention,
   cross-attention, feed-forward, each with its residual and LayerNorm), against
   `attnlab.blocks.DecoderBlock`; a missing residual, pre-norm, a missing mask and
-  cross-attention that reads the wrong sequence are named.
+  cross-attention that reads the wrong sequence are named;
+- `survivors` (predict, in "Going further"): which of notebook 04's position encodings still
+  solve a decoder's task at twice the training length.
 
 Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
 """
@@ -39,6 +41,7 @@ from . import (
     check_function,
     check_prediction,
     exercise,
+    prediction,
     tensor_problem,
 )
 
@@ -424,3 +427,45 @@ def decoder_block(fn):
                   "block.self_attn(x, mask) and block.cross_attn(x, context=context) return "
                   "(output, weights); the LayerNorms are block.norm1, norm2, norm3 in that "
                   "order, the feed-forward block.ff."))
+
+
+# --- Going further: past the training length ----------------------------------------------------
+
+ENCODINGS = ("learned", "sinusoidal", "rotary", "none")  # notebook 04's four
+
+SURVIVORS_LESSON = (
+    "A rotary score depends only on the distance m - n, and 'two back' is one distance at every "
+    "length; the sinusoidal vectors past the training length never occurred in training; a "
+    "learned table has no row for them at all.")
+
+
+def _names(guess) -> tuple[set | None, str | None]:
+    """(the set of encoding names in a guess, None) or (None, what is wrong with it)."""
+    if isinstance(guess, str) and guess in ENCODINGS:
+        return {guess}, None  # one name alone is a set of one
+    if isinstance(guess, str) or not isinstance(guess, (set, frozenset, list, tuple)):
+        return None, f"expected a set of encoding names, got {_kind(guess)}"
+    unknown = [n for n in guess if not isinstance(n, str) or n not in ENCODINGS]
+    if unknown:
+        return None, f"{unknown[0]!r} is not one of the encodings {ENCODINGS}"
+    return set(guess), None
+
+
+@exercise("predict", args=({"rotary"},))
+def survivors(guess, measured):
+    """Predict: the set of encodings whose decoders still solve the task (a test accuracy of at
+    least 0.9 in every run) at the positions past the training length."""
+    measured = set(measured)
+
+    def read(guess):
+        names, problem = _names(guess)
+        return (None, problem) if problem else (frozenset(names), None)
+
+    return prediction(
+        guess, name="which encodings survive twice the length", read=read,
+        describe=lambda names: f"you predicted {{{', '.join(sorted(names))}}}; measured "
+                               f"{{{', '.join(sorted(measured))}}}",
+        lesson=SURVIVORS_LESSON,
+        todo="no prediction yet; write your guess in the cell above before running.",
+        write=f"Write a set of names from {ENCODINGS}, such as {{'learned', 'none'}}, or set() "
+              "for none of them.")
