@@ -106,6 +106,23 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
         assert same(got, reference), (answer, got)  # usable: the reference, as for `...`
 
 
+@pytest.mark.parametrize("name", sorted(n for n, c in exercises.checks().items()
+                                        if c.exercise.kind != "predict"))
+def test_every_check_hints_in_two_steps(capsys, name):
+    """Issue 28, item 3: the first ✗ of an implement or explore check gives a nudge, the second
+    adds the method; the nudge alone never says "Second hint"."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    exercises._wrong_so_far.clear()  # as in a fresh kernel
+    lines = []
+    for _ in range(2):
+        check("not an answer", *args)
+        lines.append(one_line(capsys))
+    (mark, first), (_, second) = lines
+    assert mark == "✗" and "Hint: " in first and "Second hint" not in first, first
+    assert second.startswith(first) and "Second hint: " in second, second
+
+
 # --- the one flow: check_answer ---------------------------------------------------------------
 
 def test_check_answer_lets_the_judge_decide(capsys):

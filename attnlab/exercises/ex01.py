@@ -143,8 +143,11 @@ def key_2_wins(query, keys: torch.Tensor):
     return check_answer(
         query, judge, name="key 2 wins",
         reference=torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=keys.dtype),
-        hint="a query that matches key 0 and key 1 equally well; what does key 2 have that they "
-             "lack?",
+        hint=("a query that matches key 0 and key 1 equally well; what does key 2 have that they "
+              "lack?",
+              "key 2 = [0.7, 0.7, 0, 0] is the sum of key 0's and key 1's directions: a query "
+              "with equal positive first and second numbers (and zeros after) scores key 2 at "
+              "1.4 times each of the others."),
         todo="not attempted yet; put your query in the cell above.")
 
 

@@ -62,9 +62,12 @@ def soft_knn(fn):
     """Your `fn(queries, database, labels, tau) -> (probabilities, weights)` against attnlab's."""
     return check_function(
         fn, _soft_knn_reference, _soft_knn_inputs(), name="soft k-NN as attention", atol=1e-8,
-        hint="normalise the rows of queries and database to length 1 (then q·k is the cosine), "
-             "turn the labels into one-hot rows of 10 floats as the values, call "
-             "attnlab.scaled_dot_product_attention with scale=1 / tau, and return what it returns.")
+        hint=("soft k-NN is attention: which tensor plays the queries, which the keys, which "
+              "the values, and what does the temperature tau replace?",
+              "normalise the rows of queries and database to length 1 (then q·k is the cosine), "
+              "turn the labels into one-hot rows of 10 floats as the values, call "
+              "attnlab.scaled_dot_product_attention with scale=1 / tau, and return what it "
+              "returns."))
 
 
 # --- predict: the set model under uniform attention ----------------------------------------------

@@ -274,6 +274,8 @@ def online_update(fn, *, seconds: float | None = None):
     """Your `fn(m, total, acc, scores, v_block) -> (m, total, acc)` against attnlab's."""
     return check_function(
         fn, reference_update, _update_inputs(), name="online_update", seconds=seconds,
-        hint="the new max is the larger of the old max and the block's largest score; the old "
-             "total and acc were computed against the old max, so both need the factor "
-             "exp(old max - new max) before the block's terms are added.")
+        hint=("when a block brings a larger score, what happens to the totals you summed "
+              "against the old max?",
+              "the new max is the larger of the old max and the block's largest score; the old "
+              "total and acc were computed against the old max, so both need the factor "
+              "exp(old max - new max) before the block's terms are added."))
