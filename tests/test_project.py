@@ -128,6 +128,11 @@ def pair_problems(ipynb: Path) -> list[str]:
     if counts != list(range(1, len(counts) + 1)):
         found.append(f"{ipynb.name}: stored outputs must come from one top-to-bottom run; "
                      f"run `make notebooks NB={ipynb.name[:2]}`")
+    open_code = [c["id"] for c in cells if "hide-input" in c["metadata"].get("tags", [])
+                 and not c["metadata"].get("jupyter", {}).get("source_hidden")]
+    if open_code:  # issue 28: code that only draws is collapsed in JupyterLab, as on the slides
+        found.append(f"{ipynb.name}: hide-input cells {open_code} show their code in Jupyter; "
+                     f"run `make notebooks NB={ipynb.name[:2]}`")
     outputs = [o for c in cells for o in c.get("outputs", [])]
     if any(o["output_type"] == "error" for o in outputs):
         found.append(f"{ipynb.name} stores an error output")

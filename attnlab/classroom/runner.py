@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.inplace:
                 for cell in nb.cells:  # nbclient's timestamps would change on every recording
                     cell.metadata.pop("execution", None)
-                nbformat.write(nb, ipynb)
+                nbformat.write(series.collapse_hidden_inputs(nb), ipynb)
         rows.append((ipynb.name, error, seconds))
 
     report(rows)

@@ -14,6 +14,17 @@ from pathlib import Path
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"  # in a clone of the repository
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+HIDE_INPUT = "hide-input"  # the tag of a cell whose code only draws or lays out what it shows
+
+
+def collapse_hidden_inputs(nb):
+    """Collapse the code of every `hide-input` cell in JupyterLab and Notebook 7 (cell metadata
+    `jupyter.source_hidden`), as the slides and the site hide it: a student sees the figure, not
+    the plotting code, and can still open it. Both editions are written through this."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and HIDE_INPUT in cell.metadata.get("tags", []):
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+    return nb
 
 
 def notebook_dir(directory: str | Path | None = None) -> Path:

@@ -34,7 +34,7 @@ import nbformat
 from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.filters import markdown2html
 
-from .series import NOTEBOOK_DIR, notebook_paths
+from .series import HIDE_INPUT, NOTEBOOK_DIR, notebook_paths
 from .series import add_argument as add_notebooks_argument
 from .student import MARKER, predict_guess_cells, strip_solutions, without_removed_cells
 
@@ -107,9 +107,6 @@ def assign_slide_types(nb):
         if show["slide_type"] not in {"notes", "skip"}:
             previous = cell
     return nb
-
-
-HIDE_INPUT = "hide-input"  # the cell tag that shows a cell's outputs on slides, not its code
 
 
 def _on_screen(cell) -> bool:

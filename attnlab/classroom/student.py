@@ -181,6 +181,7 @@ def student_notebook(ipynb: Path):
             cell.execution_count = None
         cells.append(cell)
     nb.cells = cells
+    series.collapse_hidden_inputs(nb)
     nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", series.KERNELSPEC),
                    "jupytext": {"formats": "ipynb"}}
     return nb
