@@ -148,6 +148,19 @@ print(f"{'total':28} {sum(p.numel() for p in model.parameters()):6,}")
 # multi-head attention, which returns the output and the weights), `block.ff`, `block.norm1`
 # and `block.norm2`.
 
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# Five steps, in the order of the equations: the mask, the embedding, attention, then each
+# residual with its LayerNorm.
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# The mask must broadcast to the weights (B, H, T, T) and say, for every key, whether it is a
+# real token: the key axis is the last one, so the (B, T) test `x != vocab.PAD` needs two new axes in
+# the middle. Post-norm adds first and normalises the sum.
+# </details>
+
 # %%
 def my_encode(model, x):
     """x (B, T) token ids -> states (B, T, d) and weights (B, H, T, T), one post-norm block."""
@@ -163,19 +176,6 @@ def my_encode(model, x):
 
 
 encode = ex03.encode(my_encode, model)
-
-# %% [markdown]
-# <details><summary>Hint 1</summary>
-#
-# Five steps, in the order of the equations: the mask, the embedding, attention, then each
-# residual with its LayerNorm.
-# </details>
-# <details><summary>Hint 2</summary>
-#
-# The mask must broadcast to the weights (B, H, T, T) and say, for every key, whether it is a
-# real token: the key axis is the last one, so the (B, T) test `x != vocab.PAD` needs two new axes in
-# the middle. Post-norm adds first and normalises the sum.
-# </details>
 
 # %% [markdown]
 # ## Training
@@ -346,6 +346,18 @@ show_review(picks[1], shown)
 # query gives it; average that column over the real queries (padding rows left out). Write the
 # average:
 
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# `weights[b, h, i, j]` is what query `i` gives key `j`: the weights a key receives run along
+# one axis. Which?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Multiply by a 0/1 mask of the real queries shaped so that it lines up with the query axis,
+# sum over that axis, and divide by the number of real tokens.
+# </details>
+
 # %%
 def my_attention_received(weights, real):
     """weights (B, H, T, T); real (B, T) bool, True for real tokens. Returns (B, H, T): for each
@@ -359,17 +371,6 @@ def my_attention_received(weights, real):
 attention_received = ex03.attention_received(my_attention_received)
 
 # %% [markdown]
-# <details><summary>Hint 1</summary>
-#
-# `weights[b, h, i, j]` is what query `i` gives key `j`: the weights a key receives run along
-# one axis. Which?
-# </details>
-# <details><summary>Hint 2</summary>
-#
-# Multiply by a 0/1 mask of the real queries shaped so that it lines up with the query axis,
-# sum over that axis, and divide by the number of real tokens.
-# </details>
-#
 # A score per head for three words of each review: the decisive word (after "but"), the
 # first sentiment word and "but" itself. **× uniform** is the weight the word receives times
 # the review's length: 1.0 is what uniform attention gives it. The **hit rate** counts how
@@ -490,6 +491,17 @@ assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models 
 # Either way the word stays in the review: its own vector still passes through the residual
 # connection and the feed-forward layer into the mean. Write the column edit:
 
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# Review b's word is key `pos[b]`: which slice of `weights` holds every query's weight on it?
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# Build a (B, T) 0/1 tensor that is 0 only at each review's word, give it axes so it lines up
+# with the key axis, and multiply. No renormalising.
+# </details>
+
 # %%
 def my_zero_column(weights, pos):
     """weights (B, H, T, T); pos (B,) a word's index in each review. Returns a copy in which
@@ -503,16 +515,6 @@ def my_zero_column(weights, pos):
 zero_column = ex03.zero_column(my_zero_column)
 
 # %% [markdown]
-# <details><summary>Hint 1</summary>
-#
-# Review b's word is key `pos[b]`: which slice of `weights` holds every query's weight on it?
-# </details>
-# <details><summary>Hint 2</summary>
-#
-# Build a (B, T) 0/1 tensor that is 0 only at each review's word, give it axes so it lines up
-# with the key axis, and multiply. No renormalising.
-# </details>
-#
 # The edit goes inside attention, between the softmax and the values: `edited_logits` below runs
 # the model with it.
 

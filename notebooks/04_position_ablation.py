@@ -469,18 +469,6 @@ plt.show()
 # $d^{-1/2}$) before training, train the contrast task with seed 0, and find the first epoch with
 # a test accuracy of at least 0.9. Compare it with the learned runs above.
 
-# %%
-reach_rescaled = ...  # the first epoch (1, 2, ...) with a test accuracy of at least 0.9
-### BEGIN SOLUTION
-reviews = task_reviews("contrast", seed=0)  # (train, test)
-net = initial_model(len(vocab), "learned", seed=0)
-net.embed.pos.table.data *= d ** -0.5 / LEARNED_POSITION_STD  # std 0.02 -> d^-1/2
-(x_tr, y_tr, _), (x_te, y_te, _) = (part.tensors(vocab) for part in reviews)
-curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, seed=0, stop_at=0.9)  # stops at 0.9
-reach_rescaled = first_epoch_at(curve)
-### END SOLUTION
-reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
-
 # %% [markdown]
 # <details><summary>Hint 1</summary>
 #
@@ -496,7 +484,20 @@ reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
 # same reviews with the same seed (`fit_classifier(..., stop_at=0.9)` stops at the first epoch
 # at 0.9), and find the first epoch at 0.9 in the history it returns. The epochs count from 1.
 # </details>
-#
+
+# %%
+reach_rescaled = ...  # the first epoch (1, 2, ...) with a test accuracy of at least 0.9
+### BEGIN SOLUTION
+reviews = task_reviews("contrast", seed=0)  # (train, test)
+net = initial_model(len(vocab), "learned", seed=0)
+net.embed.pos.table.data *= d ** -0.5 / LEARNED_POSITION_STD  # std 0.02 -> d^-1/2
+(x_tr, y_tr, _), (x_te, y_te, _) = (part.tensors(vocab) for part in reviews)
+curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, seed=0, stop_at=0.9)  # stops at 0.9
+reach_rescaled = first_epoch_at(curve)
+### END SOLUTION
+reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
+
+# %% [markdown]
 # Compare your epoch with those of the learned and the sinusoidal runs printed above: how much
 # of the gap between them does the size of the table explain?
 
@@ -512,6 +513,20 @@ reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
 #
 # Write the turn of one pair: the point $(x_1, x_2)$ turned by the angle $a = m\,\theta$ is
 # $(x_1 \cos a - x_2 \sin a,\; x_1 \sin a + x_2 \cos a)$.
+
+# %% [markdown]
+# <details><summary>Hint 1</summary>
+#
+# Each row of `pair` sits at its own position, so each row has its own angle: a tensor of angles,
+# one per position, not one number.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# Compute the angles `m * theta`, their `torch.cos` and `torch.sin`; take `x1 = pair[..., 0]`
+# and `x2 = pair[..., 1]`; combine them as in the formula above and `torch.stack` the two new
+# numbers on the last dimension.
+# </details>
 
 # %%
 def my_rotate_pair(pair, m, theta):
@@ -529,19 +544,6 @@ def my_rotate_pair(pair, m, theta):
 rotate_pair = ex04.rotate_pair(my_rotate_pair)
 
 # %% [markdown]
-# <details><summary>Hint 1</summary>
-#
-# Each row of `pair` sits at its own position, so each row has its own angle: a tensor of angles,
-# one per position, not one number.
-# </details>
-#
-# <details><summary>Hint 2</summary>
-#
-# Compute the angles `m * theta`, their `torch.cos` and `torch.sin`; take `x1 = pair[..., 0]`
-# and `x2 = pair[..., 1]`; combine them as in the formula above and `torch.stack` the two new
-# numbers on the last dimension.
-# </details>
-#
 # A whole vector is its pairs, each turned with its own $\theta_i$. Built pair by pair, it is
 # `attnlab.rotary`; and a turn changes no length:
 

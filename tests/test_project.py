@@ -112,6 +112,16 @@ def test_every_main_line_fits_one_lab():
     assert not long, f"main lines over {MAIN_LINE_WORDS} words: {long}"
 
 
+def test_hints_sit_above_their_exercise():
+    """Issue 28: one place for hints in every notebook, between the question and the cell the
+    student writes in, so a student meets them before running, not below a ✗."""
+    below = {p.stem: [i for i, cell in enumerate(cells) if i and cell.cell_type == "markdown"
+                      and cell.source.startswith("<details><summary>Hint")
+                      and cells[i - 1].cell_type == "code"]
+             for p in SOURCES for cells in [jupytext.read(p).cells]}
+    assert not {k: v for k, v in below.items() if v}, f"hint cells below their code: {below}"
+
+
 def pair_problems(ipynb: Path) -> list[str]:
     """What is wrong with a notebook and its paired .py: out of sync, not one top-to-bottom
     run, an error or a warning stored."""

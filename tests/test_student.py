@@ -135,8 +135,9 @@ def test_the_student_notebook_drops_solutions_removed_cells_notes_and_outputs(tm
         "So 2x is 4."]
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.outputs == [] and c.execution_count is None for c in code)
-    assert [c.metadata for c in nb.cells] == [  # tags and slideshow only
-        {}, {"slideshow": {"slide_type": "skip"}}, {"tags": ["hide-input"]},
+    assert [c.metadata for c in nb.cells] == [  # tags and slideshow; hide-input code collapsed
+        {}, {"slideshow": {"slide_type": "skip"}},
+        {"tags": ["hide-input"], "jupyter": {"source_hidden": True}},
         {"slideshow": {"slide_type": "fragment"}}]
     assert nb.metadata == {"kernelspec": series.KERNELSPEC, "jupytext": {"formats": "ipynb"}}
     nbformat.validate(nb)
