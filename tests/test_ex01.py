@@ -72,7 +72,7 @@ def test_attention_names_each_typical_mistake(capsys):
         ([softmax_over_queries], "sum to 1 over the queries (each column)"),
         ([multiplied], "multiplied by √d_k, not divided by it"),
         ([wrong_output], "your weights are right, but the output is not weights @ v"),
-        ([plain_transpose], "on inputs of shapes (2, 6, 8)"),  # the first batched input
+        ([plain_transpose], "given a (2, 6, 8) tensor"),  # the first batched input
         ([lambda q, k, v: right(q, k, v)[0]], "tuple of 2 tensors"),  # forgot the weights
         ([lambda q, k, v: right(q, k, v)[::-1]], "the first result has shape"),  # swapped
     ]:

@@ -330,10 +330,10 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
                 expected = reference(*args)
                 problem = _compared(compare, got, expected, args, atol, rtol)
             if problem is not None:
-                shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor)
-                                   else repr(a) if isinstance(a, (numbers.Number, str))
-                                   else f"a {type(a).__name__}" for a in args)
-                return f"on inputs of shapes {shapes}, {problem}"
+                given = ", ".join(f"a {tuple(a.shape)} tensor" if isinstance(a, torch.Tensor)
+                                  else repr(a) if isinstance(a, (numbers.Number, str))
+                                  else f"a {type(a).__name__}" for a in args)
+                return f"given {given}: {problem}"
         return None
 
     n = len(inputs)
