@@ -1,13 +1,12 @@
 """Shared test settings and helpers, the student edition as a test, and the order in which
 `make test` hands its scopes to the two workers.
 
-Test files import the helpers with `from conftest import ...`: pytest's default `prepend`
-import mode puts tests/ (the rootdir of these files, which has no __init__.py) on sys.path.
+Fixtures live here; the helpers test files import (`from helpers import ...`) live in
+tests/helpers.py.
 
 Nothing here may change os.environ for plotting: notebook kernels inherit the environment, and
 an MPLBACKEND=Agg there would silently drop every inline figure.
 """
-import base64
 import configparser
 import copy
 import os
@@ -24,6 +23,7 @@ import pytest  # noqa: E402
 matplotlib.use("Agg")
 
 import torch  # noqa: E402
+from helpers import ROOT, need  # noqa: E402
 
 import attnlab.exercises  # noqa: E402
 from attnlab import assets  # noqa: E402
@@ -32,50 +32,8 @@ from attnlab.minilm import load_minilm  # noqa: E402
 
 torch.set_num_threads(1)
 
-ROOT = Path(__file__).resolve().parent.parent
 SANITIZE = ROOT / "tests" / "sanitize.cfg"  # nbval's --nbval-sanitize-with file, used here too
 STUDENT_NOTEBOOK = re.compile(r"[0-9][0-9]_.*\.ipynb")
-
-
-SHARED_ASSETS = ROOT.parent / "shared" / "assets"  # the assets beside the repository, if any
-TINY_PNG = base64.b64decode(  # a 1x1 transparent PNG
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
-
-
-# ----------------------------------------------------------------------------- shared helpers
-
-def raises_each(cases, error: type[Exception] | None = None) -> None:
-    """Each case (call, error, pattern), or (call, pattern) with one `error` for all: `call()`
-    raises `error` with a message in which the regular expression `pattern` is found. One test
-    walks a whole table of the ways one function refuses its arguments, and a failure still
-    names the case by its pattern."""
-    for case in cases:
-        call, expected, pattern = case if error is None else (case[0], error, case[1])
-        try:
-            call()
-        except expected as e:
-            assert re.search(pattern, str(e)), (
-                f"{type(e).__name__}: {str(e)!r} does not match {pattern!r}")
-        else:
-            pytest.fail(f"did not raise {expected.__name__} matching {pattern!r}")
-
-
-def rand(*shape, seed=0) -> torch.Tensor:
-    """Standard-normal numbers of `shape`, the same for the same seed."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def copy_into_torch_mha(ours, ref: torch.nn.MultiheadAttention | None = None):
-    """`ref` (or a new torch.nn.MultiheadAttention of our layer's size) with our q, k, v and out
-    projections copied in, to compare attnlab's attention with PyTorch's."""
-    if ref is None:
-        ref = torch.nn.MultiheadAttention(ours.d_model, ours.n_heads, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q.weight, ours.k.weight, ours.v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.q.bias, ours.k.bias, ours.v.bias]))
-        ref.out_proj.weight.copy_(ours.out.weight)
-        ref.out_proj.bias.copy_(ours.out.bias)
-    return ref
 
 
 @pytest.fixture
@@ -86,22 +44,6 @@ def no_network(monkeypatch):
                         lambda asset: pytest.fail(f"test tried to download {asset.name}"))
     monkeypatch.setattr(socket.socket, "connect",
                         lambda *args, **kwargs: pytest.fail("test used the network"))
-
-
-def use_shared_assets(monkeypatch) -> None:
-    """Look for assets in the repository's sibling folder shared/assets, where there is one and
-    $ATTNLAB_ASSETS does not say otherwise."""
-    if "ATTNLAB_ASSETS" not in os.environ and SHARED_ASSETS.is_dir():
-        monkeypatch.setenv("ATTNLAB_ASSETS", str(SHARED_ASSETS))
-
-
-def need(*names: str) -> None:
-    """Skip (saying why) when this machine lacks one of the assets `names`; CI has them all."""
-    for name in names:
-        try:
-            assets.require(name)
-        except assets.AssetError as e:
-            pytest.skip(f"asset missing here: {str(e).splitlines()[0]}")
 
 
 @pytest.fixture(autouse=True)

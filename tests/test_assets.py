@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, SHARED_ASSETS, use_shared_assets
+from helpers import ROOT, SHARED_ASSETS, use_shared_assets
 
 from attnlab import assets
 from attnlab.assets import Asset, AssetError

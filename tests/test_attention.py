@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import copy_into_torch_mha, raises_each, rand
+from helpers import copy_into_torch_mha, raises_each, rand
 
 import attnlab
 from attnlab import cost, probes

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 BINDER = ROOT / "binder"
 

@@ -4,7 +4,7 @@ causal mask); positional encodings."""
 import math
 
 import torch
-from conftest import copy_into_torch_mha, raises_each, rand
+from helpers import copy_into_torch_mha, raises_each, rand
 
 import attnlab
 from attnlab.blocks import DecoderBlock, EncoderBlock, PositionalEncoding, sinusoidal_table

@@ -3,7 +3,7 @@ a TypeError, a wrong value a ValueError; the message names the argument, what wa
 even for a huge value) and what is expected; the value comes back converted where harmless."""
 import numpy as np
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 from attnlab.checks import (
     check_bool,

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import use_shared_assets
+from helpers import use_shared_assets
 
 from attnlab import assets, cli
 from attnlab.assets import Asset

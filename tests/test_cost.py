@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import raises_each
+from helpers import raises_each
 from torch import nn
 
 import attnlab

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 from attnlab.data import (
     MAX_LEN,

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import nbformat
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from attnlab import diagrams
 

@@ -3,7 +3,7 @@ and causality, training through the one loop; and the head measurements it uses 
 attnlab.probes (the previous-token and induction scores on hand-made maps, zero_heads)."""
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 import attnlab
 from attnlab import induction as I

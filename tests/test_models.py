@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 import attnlab
 from attnlab.data import Vocab, make_reviews

@@ -3,7 +3,7 @@ ever holding the T×T matrix."""
 import math
 
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 import attnlab
 from attnlab import cost, online_softmax

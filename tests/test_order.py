@@ -1,6 +1,6 @@
 """A cell run out of order says which cell to run first (issue 28), in a real kernel."""
 import nbformat
-from conftest import ROOT
+from helpers import ROOT
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 

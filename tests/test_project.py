@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jupytext
 import torch
-from conftest import ROOT
+from helpers import ROOT
 from packaging.requirements import Requirement
 
 import attnlab

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import ROOT, need, raises_each, use_shared_assets
+from helpers import ROOT, need, raises_each, use_shared_assets
 
 from attnlab import assets, data, embeddings, retrieval
 

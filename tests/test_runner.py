@@ -5,7 +5,7 @@ import base64
 
 import nbformat
 import pytest
-from conftest import TINY_PNG
+from helpers import TINY_PNG
 
 from attnlab.classroom import figures, runner, series, site, student
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 from attnlab import scaled_dot_product_attention, scaling
 

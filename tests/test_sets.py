@@ -5,7 +5,7 @@ embeddings, so every claim here is about the task and the model, not about the n
 import numpy as np
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 import attnlab
 from attnlab import sets

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
-from conftest import TINY_PNG
+from helpers import TINY_PNG
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from playwright.sync_api import sync_playwright

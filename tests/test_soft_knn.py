@@ -5,7 +5,7 @@ Synthetic features only (no MobileNetV2): the claims are about the formula, not 
 import numpy as np
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 from attnlab import retrieval
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, raises_each
+from helpers import ROOT, raises_each
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from attnlab.classroom import series, student

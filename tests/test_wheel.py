@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from conftest import raises_each
+from helpers import raises_each
 
 from attnlab import scaled_dot_product_attention
 from attnlab.scaling import softmax_pair
