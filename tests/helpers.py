@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attnlab import assets
+from attnlab.classroom.student import BEGIN, MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_ASSETS = ROOT.parent / "shared" / "assets"  # the assets beside the repository, if any
@@ -65,3 +66,20 @@ def need(*names: str) -> None:
             assets.require(name)
         except assets.AssetError as e:
             pytest.skip(f"asset missing here: {str(e).splitlines()[0]}")
+
+
+def solution_lines(nb) -> list[tuple[int, str]]:
+    """(cell index, line) of every line strictly inside a solution region of notebook `nb`: what
+    neither the student edition nor a slide may show."""
+    found: list[tuple[int, str]] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        inside = False
+        for line in cell.source.split("\n"):
+            match = MARKER.match(line)
+            if match:
+                inside = match["marker"] == BEGIN
+            elif inside:
+                found.append((index, line))
+    return found

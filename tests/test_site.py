@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
-from helpers import TINY_PNG
+from helpers import TINY_PNG, solution_lines
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from playwright.sync_api import sync_playwright
@@ -381,7 +381,7 @@ def test_no_deck_projects_an_answer_to_a_predict_question(series_decks):
         nb = site.presentable(nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4))
         guesses = student.predict_guess_cells(nb)
         text = _deck_text(deck.read_text())
-        answers = [" ".join(line.split()) for i, line in student.solution_lines(nb)
+        answers = [" ".join(line.split()) for i, line in solution_lines(nb)
                    if i in guesses and line.strip()]
         assert answers and not [a for a in answers if a in text], deck.name
         view = site.assign_slide_types(site.slide_view(nb))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import ROOT, raises_each
+from helpers import ROOT, raises_each, solution_lines
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from attnlab.classroom import series, student
@@ -276,7 +276,7 @@ def leaks(ipynb: Path) -> list[str]:
     found = []
     shown = {line.strip() for cell in nb.cells for line in cell.source.split("\n")}
     found += [f"solution line in cell {i}: {line.strip()!r}"
-              for i, line in student.solution_lines(full)
+              for i, line in solution_lines(full)
               if not _TRIVIAL.match(line.strip()) and line.strip() in shown]
     if "BEGIN SOLUTION" in ipynb.read_text():
         found.append("a solution marker")

@@ -101,23 +101,6 @@ def has_solution(cell) -> bool:
         MARKER.match(line) for line in cell.source.split("\n"))
 
 
-def solution_lines(nb) -> list[tuple[int, str]]:
-    """(cell index, line) of every line strictly inside a solution region of notebook `nb`."""
-    found: list[tuple[int, str]] = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        inside = False
-        for line in cell.source.split("\n"):
-            match = MARKER.match(line)
-            if match:
-                inside = match["marker"] == BEGIN
-            elif inside:
-                found.append((index, line))
-    return found
-
-
-
 _CHECK_CALL = re.compile(r"\b(ex\d\d)\.(\w+)\(\s*([A-Za-z_]\w*)\s*[,)]")  # exNN.check(answer, ...)
 
 
