@@ -25,6 +25,7 @@ import os
 import pickle
 import time
 import unicodedata
+from dataclasses import asdict
 from pathlib import Path
 
 import ipywidgets as w
@@ -34,14 +35,14 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from . import data
+from . import data, recipes
 from .assets import ASSETS
 from .checks import check_bool, check_str
 from .data import LABELS, Vocab
 from .minilm import MiniLM, Tokenized, load_minilm
 from .repro import series_seed
-from .sentiment import HEAD_RECIPE, check_encoder, train_head
-from .train import RECIPE, Trained, initial_model, task_reviews, train_classifier
+from .sentiment import check_encoder, train_head
+from .train import Trained, initial_model, task_reviews, train_classifier
 from .widgets import restart_note
 
 #: what the app shows before the user types anything
@@ -72,7 +73,7 @@ def recipe_key() -> str:
     a docstring keeps the cache."""
     recipe = {
         "format": CACHE_FORMAT, "torch": torch.__version__,
-        "tiny": {**RECIPE, **TINY_RECIPE}, "head": HEAD_RECIPE,
+        "tiny": {**asdict(recipes.TINY), **TINY_RECIPE}, "head": asdict(recipes.HEAD),
         "reviews": [data.NEUTRAL, data.POSITIVE, data.NEGATIVE, data.CONTRAST, data.MIN_LEN,
                     data.MAX_LEN],
         "encoder": ASSETS["minilm/model.safetensors"].sha256,

@@ -27,8 +27,9 @@ from torch import nn
 from .checks import check_bool, check_int, check_number, check_tensor
 from .models import DecoderOnly, EncoderDecoder, eval_mode
 from .probes import future_share
+from .recipes import REVERSER, SORTER
 from .repro import seed_of
-from .train import fit, recipe
+from .train import train
 
 DIGITS = 10  # token ids 0..9 are the digits themselves
 BOS, SEP = DIGITS, DIGITS + 1  # beginning of sequence; the separator before the answer
@@ -36,11 +37,6 @@ VOCAB = DIGITS + 2
 LENGTH = 6  # digits per sequence
 NAMES = {BOS: "BOS", SEP: "SEP"}
 DTYPE = torch.float64
-# The recipes of notebook 07: model size, Adam's learning rate, minibatch size and steps.
-SORT_RECIPE = {"d_model": 32, "n_heads": 2, "d_ff": 64,
-               "lr": 1e-2, "batch_size": 64, "steps": 300}
-REVERSE_RECIPE = {"d_model": 32, "n_heads": 1, "d_ff": 64,
-                  "lr": 1e-2, "batch_size": 64, "steps": 200}
 
 
 def _digits(n: int, seed: int) -> torch.Tensor:
@@ -233,18 +229,14 @@ def next_token_loss(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
 
 
 def train_sorter(causal: bool = True, seed: int = 0, **overrides) -> tuple[DecoderOnly, list]:
-    """A `DecoderOnly` trained on `sort_task` by SORT_RECIPE (keyword overrides allowed), with
-    or without the causal mask. Every step draws new sequences. Returns (model, losses)."""
+    """A `DecoderOnly` trained on `sort_task` by `recipes.SORTER` (keyword overrides allowed),
+    with or without the causal mask. Every step draws new sequences. Returns (model, losses)."""
     check_bool("causal", causal)
-    r = recipe(SORT_RECIPE, overrides)
-    data = sort_task(r["steps"] * r["batch_size"], seed=seed + 1)  # (steps * B, 2L + 2)
-    with torch.random.fork_rng(devices=[]):  # seed the weights without touching the caller's RNG
-        torch.manual_seed(seed_of(seed))
-        model = DecoderOnly(VOCAB, r["d_model"], r["n_heads"], r["d_ff"], max_len=2 * LENGTH + 2,
-                            causal=causal, dtype=DTYPE)
-    losses = fit(model, data.split(r["batch_size"]), next_token_loss, lr=r["lr"],
-                 decay_steps=r["steps"])
-    return model, losses
+    r = SORTER.but(**overrides)
+    data = sort_task(r.steps * r.batch_size, seed=seed + 1)  # (steps * B, 2L + 2)
+    return train(r, lambda: DecoderOnly(VOCAB, r.d_model, r.n_heads, r.d_ff,
+                                        max_len=2 * LENGTH + 2, causal=causal, dtype=DTYPE),
+                 next_token_loss, data, seed=seed)
 
 
 @torch.no_grad()
@@ -276,18 +268,16 @@ def evaluate_sorter(model: DecoderOnly, seqs: torch.Tensor) -> dict:
 
 
 def train_reverser(seed: int = 0, **overrides) -> tuple[EncoderDecoder, list[float]]:
-    """An `EncoderDecoder` trained on `reverse_task` by REVERSE_RECIPE; returns (model, losses)."""
-    r = recipe(REVERSE_RECIPE, overrides)
-    src, tgt = reverse_task(r["steps"] * r["batch_size"], seed=seed + 1)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed_of(seed))
-        model = EncoderDecoder(DIGITS, VOCAB, r["d_model"], r["n_heads"], r["d_ff"],
-                               max_len=LENGTH + 1, dtype=DTYPE)
+    """An `EncoderDecoder` trained on `reverse_task` by `recipes.REVERSER` (keyword overrides
+    allowed); returns (model, losses)."""
+    r = REVERSER.but(**overrides)
+    src, tgt = reverse_task(r.steps * r.batch_size, seed=seed + 1)  # (steps * B, L), (.., L + 1)
 
     def loss_fn(model, batch):  # teacher forcing: read target[:, :-1], predict target[:, 1:]
         src_b, tgt_b = batch
         logits = model(src_b, tgt_b[:, :-1])  # (B, L, V)
         return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_b[:, 1:].flatten())
 
-    batches = zip(src.split(r["batch_size"]), tgt.split(r["batch_size"]))
-    return model, fit(model, batches, loss_fn, lr=r["lr"], decay_steps=r["steps"])
+    return train(r, lambda: EncoderDecoder(DIGITS, VOCAB, r.d_model, r.n_heads, r.d_ff,
+                                           max_len=LENGTH + 1, dtype=DTYPE),
+                 loss_fn, (src, tgt), seed=seed)

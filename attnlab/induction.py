@@ -39,17 +39,15 @@ from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_number
 from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
 from .parallel import remember
+from .recipes import INDUCTION, InductionRecipe
 from .repro import seed_of
-from .train import fit, recipe
+from .train import train
 
 VOCAB = 32  # token ids 0..31, all of them random tokens: no BOS, no separator
 LENGTH = 24  # tokens per sequence
 REPEAT = (6, 12)  # the repeated segment's length is drawn from this range (both ends included)
 DTYPE = torch.float64
 CHECKPOINT_EVERY = 50  # Induction.checkpoints: the weights at steps 0, 50, 100, ... and the last
-# Notebook 09's recipe: model size, Adam, minibatches, steps, and the embeddings' initial scale.
-RECIPE = {"d_model": 32, "n_heads": 2, "lr": 1e-2, "batch_size": 64, "steps": 500,
-          "embed_std": 0.5}
 TEST_SEED, N_TEST = 10_000, 500  # the test sequences: repeat_task(N_TEST, seed=TEST_SEED)
 DROP_LEVEL = 2.0  # nats: the loss on repeated tokens between the plateau (~3) and the end (~1)
 
@@ -143,9 +141,9 @@ class AttentionOnly(nn.Module):
     hundred). float64 draws every weight in float64 (`draw_float64`) first.
     """
 
-    def __init__(self, vocab_size: int = VOCAB, d_model: int = RECIPE["d_model"],
-                 n_heads: int = RECIPE["n_heads"], n_layers: int = 2, max_len: int = LENGTH,
-                 embed_std: float = RECIPE["embed_std"], dtype: torch.dtype = torch.float32):
+    def __init__(self, vocab_size: int = VOCAB, d_model: int = INDUCTION.d_model,
+                 n_heads: int = INDUCTION.n_heads, n_layers: int = 2, max_len: int = LENGTH,
+                 embed_std: float = INDUCTION.embed_std, dtype: torch.dtype = torch.float32):
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
                             ("n_heads", n_heads), ("n_layers", n_layers), ("max_len", max_len)):
@@ -214,7 +212,7 @@ class Induction:
     step to a copy of the weights before that step (0, CHECKPOINT_EVERY, ..., and the end)."""
 
     model: AttentionOnly
-    recipe: dict
+    recipe: InductionRecipe
     losses: list[float]
     repeated: list[float]
     random: list[float]
@@ -235,7 +233,7 @@ _CACHE: dict[tuple, Induction] = remember({})  # filled by trainings in parallel
 
 def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int] = REPEAT,
                     **overrides) -> Induction:
-    """An `AttentionOnly` model with `n_layers` layers trained on `repeat_task` by RECIPE
+    """An `AttentionOnly` model with `n_layers` layers trained on `repeat_task` by INDUCTION
     (keyword overrides allowed), in float64, every step on new sequences. `seed` seeds the
     weights and the data (the caller's random state is left alone).
 
@@ -245,30 +243,26 @@ def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int]
     n_layers = check_int("n_layers", n_layers, minimum=1)
     seed = check_int("seed", seed, minimum=0)
     repeat = _check_repeat(repeat, LENGTH)
-    r = recipe(RECIPE, overrides)
-    key = (n_layers, seed_of(seed), repeat, tuple(sorted(r.items())))  # the seed drawn with
+    r = INDUCTION.but(**overrides)
+    key = (n_layers, seed_of(seed), repeat, r)  # the seed drawn with
     if key in _CACHE:
         return _CACHE[key]
-    data = repeat_task(r["steps"] * r["batch_size"], seed=seed + 1, repeat=repeat, length=LENGTH)
-    with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
-        torch.manual_seed(seed_of(seed))
-        model = AttentionOnly(VOCAB, r["d_model"], r["n_heads"], n_layers, LENGTH,
-                              r["embed_std"], dtype=DTYPE)
-    is_repeated = data.repeated  # (steps * B, T - 1)
+    data = repeat_task(r.steps * r.batch_size, seed=seed + 1, repeat=repeat, length=LENGTH)
     repeated, random, checkpoints = [], [], {}
 
-    def loss_fn(model, i):
-        if i % CHECKPOINT_EVERY == 0:
-            checkpoints[i] = copy.deepcopy(model.state_dict())
-        rows = slice(i * r["batch_size"], (i + 1) * r["batch_size"])
-        losses = token_losses(model, data.tokens[rows])  # (B, T - 1)
-        rep = is_repeated[rows]  # (B, T - 1)
+    def loss_fn(model, batch):
+        tokens, rep = batch  # (B, T), (B, T - 1)   rep: the token is in the repeat
+        if len(repeated) % CHECKPOINT_EVERY == 0:  # the weights before this step
+            checkpoints[len(repeated)] = copy.deepcopy(model.state_dict())
+        losses = token_losses(model, tokens)  # (B, T - 1)
         repeated.append(float(losses.detach()[rep].mean()))
         random.append(float(losses.detach()[~rep].mean()))
         return losses.mean()
 
-    losses = fit(model, range(r["steps"]), loss_fn, lr=r["lr"])
-    checkpoints[r["steps"]] = copy.deepcopy(model.state_dict())
+    model, losses = train(r, lambda: AttentionOnly(VOCAB, r.d_model, r.n_heads, n_layers, LENGTH,
+                                                   r.embed_std, dtype=DTYPE),
+                          loss_fn, (data.tokens, data.repeated), seed=seed)
+    checkpoints[r.steps] = copy.deepcopy(model.state_dict())
     result = Induction(model, r, losses, repeated, random, checkpoints)
     _CACHE[key] = result
     return result

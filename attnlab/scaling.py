@@ -34,7 +34,7 @@ from .checks import check_bool, check_int, check_number, check_tensor
 from .data import Vocab
 from .models import TinyTransformer
 from .repro import seed_of
-from .train import RECIPE, Trained, fit_classifier, initial_model, task_reviews
+from .train import Trained, fit_classifier, initial_model, task_reviews
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -254,11 +254,9 @@ def train_at_scale(scale: float | None = None, *, fold: bool = False, seed: int 
     are the same on any CPU.
     """
     model = initial_at_scale(scale, fold=fold, seed=seed, d_head=d_head)
-    epochs = check_int("epochs", epochs, minimum=1)
     train, test = task_reviews("contrast", seed)
     vocab = Vocab.for_reviews()
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)
-    history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=epochs,
-                             lr=RECIPE["lr"], batch_size=RECIPE["batch_size"], seed=seed)
+    history = fit_classifier(model, x_train, y_train, x_test, y_test, epochs=epochs, seed=seed)
     return Trained(model, vocab, history, train, test)

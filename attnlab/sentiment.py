@@ -14,11 +14,8 @@ from .checks import check_choice, check_int, check_tensor
 from .data import Reviews
 from .minilm import MiniLM
 from .probes import hooked
-from .repro import seed_of
-from .train import fit_classifier, recipe
-
-#: how the sentiment head on the frozen encoder is trained (notebook 06 and the sentiment app)
-HEAD_RECIPE = {"n_train": 400, "epochs": 30, "lr": 3e-2, "batch_size": 64}
+from .recipes import HEAD
+from .train import fit_classifier, seeded
 
 
 def check_encoder(encoder) -> MiniLM:
@@ -33,20 +30,17 @@ def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
     """Train a linear sentiment head, nn.Linear(d, 2), on sentence vectors (N, d) that are
     already computed: the encoder stays frozen, so each review is encoded once, and only
     2·d + 2 weights learn. Training is `attnlab.train.fit_classifier` (seeded Adam, the loop that
-    trains the TinyTransformer) with HEAD_RECIPE's epochs, lr and batch size (`overrides`
-    replace them). Returns (head in eval mode, history)."""
+    trains the TinyTransformer) by `recipes.HEAD` (`overrides` replace its values). Returns
+    (head in eval mode, history)."""
     for name, x in (("x_train", x_train), ("x_test", x_test)):
         check_tensor(name, x, floating=True)
         if x.dim() != 2 or x.shape[1] != x_train.shape[-1]:
             raise ValueError(f"{name} must be sentence vectors (N, {x_train.shape[-1]}), "
                              f"got shape {tuple(x.shape)}")
-    check_int("seed", seed)
-    r = recipe(HEAD_RECIPE, overrides)
-    with torch.random.fork_rng(devices=[]):  # seed the first weights, leave the caller's RNG alone
-        torch.manual_seed(seed_of(seed))
-        head = nn.Linear(x_train.shape[1], 2).to(x_train.device)  # logits = W v + b, two labels
-    history = fit_classifier(head, x_train, y_train, x_test, y_test, epochs=r["epochs"],
-                             lr=r["lr"], batch_size=r["batch_size"], seed=seed, verbose=verbose)
+    r = HEAD.but(**overrides)
+    head = seeded(lambda: nn.Linear(x_train.shape[1], 2).to(x_train.device), seed)  # W v + b
+    history = fit_classifier(head, x_train, y_train, x_test, y_test, recipe=r, seed=seed,
+                             verbose=verbose)
     return head.eval(), history
 
 
@@ -55,7 +49,7 @@ def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = F
     """Encode reviews with the frozen encoder and train a linear sentiment head on them
     (`fit_head`).
 
-    `train` and `test` are `attnlab.data.Reviews`; the first HEAD_RECIPE["n_train"] training
+    `train` and `test` are `attnlab.data.Reviews`; the first HEAD.n_train training
     reviews are used, since a linear layer on 384 numbers needs few examples and embedding them
     is the slow part. Returns (head in eval mode, history).
     """
@@ -64,12 +58,11 @@ def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = F
         if not isinstance(reviews, Reviews):
             raise TypeError(f"{name} must be attnlab.data.Reviews (e.g. "
                             f"train_classifier().{name}), got {type(reviews).__name__}")
-    r = recipe(HEAD_RECIPE, overrides)
-    train = train[: r["n_train"]]
+    r = HEAD.but(**overrides)
+    train = train[: r.n_train]
     x_train, x_test = encoder.encode(train.texts()), encoder.encode(test.texts())  # (N, 384) each
     y_train, y_test = torch.tensor(train.labels), torch.tensor(test.labels)  # (N,)
-    fit = {k: v for k, v in r.items() if k != "n_train"}
-    return fit_head(x_train, y_train, x_test, y_test, seed=seed, verbose=verbose, **fit)
+    return fit_head(x_train, y_train, x_test, y_test, seed=seed, verbose=verbose, **overrides)
 
 
 def attention_patterns(tokens: list[str], maps) -> dict[str, torch.Tensor]:

@@ -21,17 +21,9 @@ from torch import nn
 from .blocks import EncoderBlock
 from .checks import check_choice, check_int, check_tensor
 from .models import draw_float64, eval_mode
+from .recipes import SETS
 from .repro import seed_of
-from .train import fit, recipe, shuffled_batches
-
-# The set model and its training (notebook 05: 30,000 sets of 10, each seen once, in about 2 s
-# on one thread). Chosen so that training is not chaotic: with ReLU, or d_model 64 on all 1280
-# features at lr 1e-3, moving every input feature by one float32 ulp gave another model
-# (weights 5-15 % apart, accuracies 0.003-0.02 apart: what another CPU's last bits do); with
-# GELU, 64 directions, d_model 32 and lr 1e-3 the weights moved by 1e-8 to 1e-7 and every
-# prediction stayed (seeds 0-2). tests/test_sets.py keeps that.
-RECIPE = {"directions": 64, "d_model": 32, "n_heads": 4, "d_ff": 64, "lr": 1e-3,
-          "batch_size": 64, "epochs": 1}
+from .train import seeded, train
 
 
 def odd_one_out(labels, n_sets: int, set_size: int = 10, seed: int = 0):
@@ -85,9 +77,9 @@ class OddOneOut(nn.Module):
     (`draw_float64`), so training gives the same model on any CPU.
     """
 
-    def __init__(self, d_in: int, d_model: int = RECIPE["d_model"],
-                 n_heads: int = RECIPE["n_heads"], d_ff: int = RECIPE["d_ff"],
-                 directions: int = RECIPE["directions"], dtype: torch.dtype = torch.float64):
+    def __init__(self, d_in: int, d_model: int = SETS.d_model,
+                 n_heads: int = SETS.n_heads, d_ff: int = SETS.d_ff,
+                 directions: int = SETS.directions, dtype: torch.dtype = torch.float64):
         super().__init__()
         self.d_in = check_int("d_in", d_in, minimum=1)
         k = min(check_int("directions", directions, minimum=1), self.d_in)
@@ -172,7 +164,7 @@ def _check_sets(members, odd, n_images: int) -> None:
 
 def train_odd_one_out(features, members: torch.Tensor, odd: torch.Tensor, *, seed: int = 0,
                       **overrides) -> OddOneOut:
-    """Train an `OddOneOut` on sets of `features` rows with `attnlab.train.fit`, by `RECIPE`
+    """Train an `OddOneOut` on sets of `features` rows with `attnlab.train.train`, by `SETS`
     (keyword overrides replace its entries); returns the model in eval mode.
 
     The loss is cross-entropy over each set's positions: softmax over the S scores, and the
@@ -181,20 +173,18 @@ def train_odd_one_out(features, members: torch.Tensor, odd: torch.Tensor, *, see
     x = _features(features)                                  # (N, D)
     _check_sets(members, odd, len(x))
     seed = check_int("seed", seed, minimum=0)
-    r = recipe(RECIPE, overrides)
-    with torch.random.fork_rng(devices=[]):                  # leave the caller's RNG alone
-        torch.manual_seed(seed_of(seed))
-        model = OddOneOut(x.shape[1], r["d_model"], r["n_heads"], r["d_ff"], r["directions"])
+    r = SETS.but(**overrides)
+    model = seeded(lambda: OddOneOut(x.shape[1], r.d_model, r.n_heads, r.d_ff, r.directions),
+                   seed)
     model.fit_directions(x)
     reduced = model.reduce(x)                                # (N, k) once, not once per step
 
     def loss_fn(model, batch):
-        scores, _ = model.attend(reduced[members[batch]])    # (b, S) one score per image
-        return F.cross_entropy(scores, odd[batch])           # the odd one's position is the class
+        sets, odd_b = batch                                  # (b, S) image indices, (b,)
+        scores, _ = model.attend(reduced[sets])              # (b, S) one score per image
+        return F.cross_entropy(scores, odd_b)                # the odd one's position is the class
 
-    fit(model, shuffled_batches(len(odd), r["batch_size"], r["epochs"], seed), loss_fn,
-        lr=r["lr"])
-    return model
+    return train(r, model, loss_fn, (members, odd), seed=seed)[0]
 
 
 @torch.no_grad()

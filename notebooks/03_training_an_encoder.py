@@ -49,8 +49,9 @@ from attnlab.models import TinyTransformer
 from attnlab.parallel import parallel_map
 from attnlab.plots import accuracy_curves, attention_heatmap
 from attnlab.probes import target_scores
+from attnlab.recipes import TINY
 from attnlab.report import fmt
-from attnlab.train import RECIPE, evaluate, fit_classifier, initial_model, train_classifier
+from attnlab.train import evaluate, fit_classifier, initial_model, train_classifier
 
 attnlab.seed_everything(0)
 
@@ -63,8 +64,8 @@ attnlab.seed_everything(0)
 # polarity (1 = positive, 0 = negative), and its position is recorded.
 
 # %%
-reviews = make_contrast_reviews(RECIPE["n_train"] + RECIPE["n_test"], seed=0)
-train, test = reviews.split(RECIPE["n_train"])
+reviews = make_contrast_reviews(TINY.n_train + TINY.n_test, seed=0)
+train, test = reviews.split(TINY.n_train)
 print(f"{len(train)} training and {len(test)} test reviews; "
       f"{fmt(sum(train.labels) / len(train), 3)} of the training reviews are positive\n")
 for words, label, pos in test[:5]:
@@ -127,7 +128,7 @@ diagrams.show("encoder_block")
 
 # %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(attnlab.seed_of(0))  # the initial weights
-model = TinyTransformer(len(vocab), RECIPE["d_model"], RECIPE["n_heads"], RECIPE["d_ff"],
+model = TinyTransformer(len(vocab), TINY.d_model, TINY.n_heads, TINY.d_ff,
                         dtype=torch.float64)
 initial_weights = copy.deepcopy(model.state_dict())  # where the training below starts from
 block = model.blocks[0]
@@ -194,18 +195,18 @@ x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
 x_test, y_test, pos_test = test.tensors(vocab)  # (400, T), (400,), (400,)
 model.load_state_dict(initial_weights)  # run this cell again: the same training, not more of it
 model.train()
-optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE["lr"], fused=True)
+optimizer = torch.optim.Adam(model.parameters(), lr=TINY.lr, fused=True)
 batch_order = torch.Generator().manual_seed(attnlab.seed_of(0))  # which reviews go into which minibatch
 test_acc = []
-for _ in range(RECIPE["epochs"]):  # an epoch: every training review once
-    for batch in torch.randperm(len(y_train), generator=batch_order).split(RECIPE["batch_size"]):
+for _ in range(TINY.epochs):  # an epoch: every training review once
+    for batch in torch.randperm(len(y_train), generator=batch_order).split(TINY.batch_size):
         loss = F.cross_entropy(model(x_train[batch]), y_train[batch])  # mean -log P(right label)
         optimizer.zero_grad()  # forget the last step's gradients
         loss.backward()  # d loss / d parameter, for every parameter
         optimizer.step()  # Adam: a small step against each gradient
     test_acc.append(evaluate(model, x_test, y_test)[1])  # accuracy on the test reviews
 model.eval()
-print(f"{RECIPE['epochs']} epochs of {len(y_train) // RECIPE['batch_size']} steps; test accuracy "
+print(f"{TINY.epochs} epochs of {len(y_train) // TINY.batch_size} steps; test accuracy "
       "by epoch:", " ".join(fmt(a, 2) for a in test_acc))
 
 # %% tags=["remove-cell"]

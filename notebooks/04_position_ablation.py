@@ -51,9 +51,9 @@ from attnlab.exercises import ex04
 from attnlab.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
 from attnlab.parallel import parallel_map
 from attnlab.plots import accuracy_curves
+from attnlab.recipes import TINY
 from attnlab.report import fmt
 from attnlab.train import (
-    RECIPE,
     evaluate,
     fit_classifier,
     initial_model,
@@ -64,7 +64,7 @@ from attnlab.widgets import PredictionComparison
 
 attnlab.seed_everything(0)
 vocab = Vocab.for_reviews()
-d = RECIPE["d_model"]  # 32
+d = TINY.d_model  # 32
 ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 
 # %% [markdown]
@@ -162,7 +162,7 @@ guess = 0.5
 # model need its attention at all?
 
 # %% slideshow={"slide_type": "skip"}
-EPOCHS = {"bag": 3, "contrast": RECIPE["epochs"]}
+EPOCHS = {"bag": 3, "contrast": TINY.epochs}
 runs = {}  # (task, positions) -> one Trained per seed
 
 
@@ -210,7 +210,7 @@ assert min(acc["bag", "learned"] + acc["bag", "none"]) >= 0.98, "both solve the 
 assert min(uniform["bag", "learned"] + uniform["bag", "none"]) >= 0.98, "without attention too"
 lost = {key: [round(400 * (a - u)) for a, u in zip(acc[key], uniform[key])] for key in acc}
 assert max(lost["bag", "learned"] + lost["bag", "none"]) <= 1, "at most one test review of 400"
-assert EPOCHS["contrast"] == RECIPE["epochs"], "seed 0's learned run is notebook 03's model"
+assert EPOCHS["contrast"] == TINY.epochs, "seed 0's learned run is notebook 03's model"
 assert min(acc["contrast", "learned"]) >= 0.97, "learned positions solve the contrast task"
 assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s.e. of 400)"
 assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.15

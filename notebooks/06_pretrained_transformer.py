@@ -45,13 +45,9 @@ from attnlab.app import EXAMPLE_REVIEW, SentimentApp
 from attnlab.exercises import ex06
 from attnlab.minilm import model_files
 from attnlab.plots import attention_heatmap, layer_head_grid
+from attnlab.recipes import HEAD
 from attnlab.report import fmt
-from attnlab.sentiment import (
-    HEAD_RECIPE,
-    attention_patterns,
-    encode_without_key,
-    fit_head,
-)
+from attnlab.sentiment import attention_patterns, encode_without_key, fit_head
 from attnlab.train import evaluate, initial_model, task_reviews, train_classifier
 
 attnlab.seed_everything(0)
@@ -184,7 +180,7 @@ assert across < similarity[nearest, torch.arange(6)].min()
 
 # %%
 train, test = task_reviews("bag")  # the reviews train_classifier(task="bag") uses
-head_train = train[: HEAD_RECIPE["n_train"]]
+head_train = train[: HEAD.n_train]
 x_train, x_test = minilm.encode(head_train.texts()), minilm.encode(test.texts())  # (N, 384)
 y_train, y_test = torch.tensor(head_train.labels), torch.tensor(test.labels)  # (N,)
 SEEDS = (0, 1, 2)

@@ -37,7 +37,6 @@ from attnlab import diagrams
 from attnlab.exercises import ex07
 from attnlab.generation import (
     LENGTH,
-    SORT_RECIPE,
     beam_search,
     distinct_outputs,
     evaluate_sorter,
@@ -54,6 +53,7 @@ from attnlab.models import DecoderOnly
 from attnlab.parallel import parallel_map
 from attnlab.plots import attention_heatmap, mean_spread_bars
 from attnlab.probes import alignment_share, hide_key, pointing_scores
+from attnlab.recipes import SORTER
 from attnlab.report import fmt
 from attnlab.train import fit
 
@@ -278,7 +278,7 @@ guess = 0.4
 ### END SOLUTION
 
 # %%
-print("recipe:", SORT_RECIPE)
+print("recipe:", SORTER)
 masked, masked_losses = train_sorter(causal=True, seed=0)
 unmasked, unmasked_losses = train_sorter(causal=False, seed=0)
 n_params = sum(p.numel() for p in masked.parameters())

@@ -42,7 +42,6 @@ from attnlab.exercises import ex09
 from attnlab.induction import (
     LENGTH,
     N_TEST,
-    RECIPE,
     REPEAT,
     TEST_SEED,
     VOCAB,
@@ -58,6 +57,7 @@ from attnlab.induction import (
 )
 from attnlab.parallel import parallel_map
 from attnlab.plots import attention_heatmap
+from attnlab.recipes import INDUCTION
 from attnlab.report import fmt
 
 attnlab.seed_everything(0)
@@ -161,7 +161,7 @@ guess_one = 2.5
 # repeated and its random tokens and averaged over 25 steps.
 
 # %%
-print("recipe:", RECIPE)
+print("recipe:", INDUCTION)
 # parallel_map trains the two side by side where a core is free: the same models, sooner
 two, one = parallel_map(lambda n_layers: train_induction(n_layers=n_layers, seed=0), (2, 1))
 
@@ -189,7 +189,7 @@ assert apart < start and end - start <= 100, "the curves part before an abrupt d
 assert plateau_loss > 3.0 and drop_step(one, level=HIGH) is None
 
 # %% tags=["hide-input"]
-steps = range(window - 1, RECIPE["steps"])  # the step each 25-step average ends at
+steps = range(window - 1, INDUCTION.steps)  # the step each 25-step average ends at
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, part, title in ((axes[0], "losses", "all tokens (the training loss)"),
                         (axes[1], "repeated", "repeated tokens")):
@@ -198,7 +198,7 @@ for ax, part, title in ((axes[0], "losses", "all tokens (the training loss)"),
     ax.plot(steps, smooth(getattr(two, part), window), label="2 layers")
     ax.plot(steps, smooth(getattr(one, part), window), label="1 layer")
     ax.axhline(math.log(VOCAB), color="black", linestyle="--", linewidth=1, label="ln 32")
-    ax.set(xlabel="training step", title=title, xlim=(0, RECIPE["steps"]))
+    ax.set(xlabel="training step", title=title, xlim=(0, INDUCTION.steps))
 axes[0].set_ylabel("loss (nats)")
 axes[1].legend(loc="lower left")
 plt.tight_layout()
@@ -320,7 +320,7 @@ assert (seven_back > 0.5).all()
 before_step = max(s for s in two.checkpoints if s <= start - 50)  # well inside the plateau
 before = two.at(before_step)
 by_position = {f"step {before_step}, before the drop": evaluate(before, test)["by_position"],
-               f"step {RECIPE['steps']}, the end": evaluate(two.model, test)["by_position"]}
+               f"step {INDUCTION.steps}, the end": evaluate(two.model, test)["by_position"]}
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(9, 3.8))

@@ -8,7 +8,7 @@ import torch
 
 import attnlab
 from attnlab import app as app_module
-from attnlab import data, train
+from attnlab import data, recipes
 from attnlab.train import evaluate
 
 NASTY = {
@@ -241,11 +241,11 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 def test_the_recipe_key_changes_with_the_recipe_only(monkeypatch):
     key = app_module.recipe_key()
     assert app_module.recipe_key() == key  # a pure function of the recipe, not of the time
-    monkeypatch.setitem(app_module.HEAD_RECIPE, "epochs", 31)
+    monkeypatch.setattr(recipes, "HEAD", recipes.HEAD.but(epochs=31))
     assert app_module.recipe_key() != key
-    monkeypatch.setitem(app_module.HEAD_RECIPE, "epochs", 30)
+    monkeypatch.setattr(recipes, "HEAD", recipes.HEAD.but(epochs=30))
     assert app_module.recipe_key() == key
-    monkeypatch.setitem(train.RECIPE, "lr", 1e-3)
+    monkeypatch.setattr(recipes, "TINY", recipes.TINY.but(lr=1e-3))
     assert app_module.recipe_key() != key
 
 

@@ -8,8 +8,9 @@ from exercise_doubles import expect
 from attnlab.data import Vocab
 from attnlab.exercises import ex04
 from attnlab.models import LEARNED_POSITION_STD
+from attnlab.recipes import TINY
 from attnlab.repro import seed_of
-from attnlab.train import RECIPE, fit_classifier, initial_model, task_reviews
+from attnlab.train import fit_classifier, initial_model, task_reviews
 
 
 def test_contrast_without_positions(capsys):
@@ -103,7 +104,7 @@ def test_the_check_trains_the_experiment_the_exercise_describes():
     train, test = task_reviews("contrast", seed=0)
     model = initial_model(len(vocab), "learned", seed=0)
     with torch.no_grad():
-        model.embed.pos.table.mul_(RECIPE["d_model"] ** -0.5 / LEARNED_POSITION_STD)
+        model.embed.pos.table.mul_(TINY.d_model ** -0.5 / LEARNED_POSITION_STD)
     reach = ex04._rescaled_reach(seed_of(0))
     history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2],
                              epochs=reach, seed=0)

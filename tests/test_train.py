@@ -4,20 +4,23 @@ plus the plots that draw training results."""
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from helpers import ROOT
 
 import attnlab
+import attnlab.train as module
+from attnlab import generation, induction, scaling, sets
 from attnlab.data import NEGATIVE, POSITIVE, Vocab
 from attnlab.models import TinyTransformer, eval_mode
 from attnlab.plots import accuracy_curves, mean_spread_bars
+from attnlab.recipes import SORTER, TINY
 from attnlab.sentiment import fit_head
 from attnlab.train import (
-    RECIPE,
     evaluate,
     fit,
     fit_classifier,
     initial_model,
-    recipe,
     task_reviews,
+    train,
     train_classifier,
 )
 
@@ -25,21 +28,21 @@ from attnlab.train import (
 @pytest.fixture(scope="module")
 def recipe_model():
     torch.set_num_threads(1)
-    return train_classifier()  # notebook 03's model, by RECIPE
+    return train_classifier()  # notebook 03's model, by recipes.TINY
 
 
 def test_notebook_03s_model_is_accurate_and_needs_its_attention(recipe_model):
     h, model = recipe_model.history, recipe_model.model
-    assert h["epoch"] == list(range(1, RECIPE["epochs"] + 1))
-    assert all(len(v) == RECIPE["epochs"] for v in h.values())
+    assert h["epoch"] == list(range(1, TINY.epochs + 1))
+    assert all(len(v) == TINY.epochs for v in h.values())
     assert recipe_model.test_accuracy >= 0.97
     x, y, _ = recipe_model.test.tensors(recipe_model.vocab)
     with attnlab.uniform_attention(model):
         assert evaluate(model, x, y)[1] <= 0.65  # the words no longer single each other out
     assert (len(recipe_model.train), len(recipe_model.test)) == (
-        RECIPE["n_train"], RECIPE["n_test"])
+        TINY.n_train, TINY.n_test)
     block = model.blocks[0]
-    assert (block.attn.d_model, block.attn.n_heads) == (RECIPE["d_model"], RECIPE["n_heads"])
+    assert (block.attn.d_model, block.attn.n_heads) == (TINY.d_model, TINY.n_heads)
     assert not recipe_model.model.training
     x, y, _ = recipe_model.test.tensors(recipe_model.vocab)
     assert evaluate(recipe_model.model, x, y)[1] == recipe_model.test_accuracy
@@ -130,7 +133,51 @@ def test_recipes_refuse_unknown_keys_and_check_the_values_they_override():
     with pytest.raises(TypeError, match="unknown recipe keys"):
         train_classifier(epoch=3)
     with pytest.raises(ValueError, match="steps must be an int >= 1"):
-        recipe({"steps": 10, "lr": 0.1}, {"steps": 0})
+        SORTER.but(steps=0)
+    with pytest.raises(ValueError, match="lr must be"):
+        TINY.but(lr=0.0)
+    assert TINY.but(epochs=3).epochs == 3 and TINY.epochs == 12  # a new recipe, TINY unchanged
+    assert str(SORTER) == str({"d_model": 32, "n_heads": 2, "d_ff": 64, "lr": 1e-2,
+                               "batch_size": 64, "steps": 300})  # what notebook 07 prints
+
+
+def test_train_cuts_the_data_as_its_recipe_says_and_refuses_data_that_does_not_fit():
+    seen = []
+
+    def loss_fn(model, batch):
+        x, y = batch
+        seen.append(y.tolist())
+        return model(x.double()).sum()
+
+    x, y = torch.arange(6.0)[:, None], torch.arange(6)
+    by_epochs = TINY.but(epochs=2, batch_size=4)
+    model, losses = train(by_epochs, lambda: torch.nn.Linear(1, 1, dtype=torch.float64),
+                          loss_fn, (x, y), seed=0)
+    assert len(losses) == 4 and [len(b) for b in seen] == [4, 2, 4, 2]
+    assert sorted(sum(seen[:2], [])) == list(range(6)) != sum(seen[:2], [])  # shuffled, each once
+    assert not model.training
+    seen.clear()
+    train(SORTER.but(steps=3, batch_size=2), model, loss_fn, (x, y))
+    assert seen == [[0, 1], [2, 3], [4, 5]]  # steps: in order, new rows every step
+    with pytest.raises(ValueError, match="steps × batch_size = 8 rows"):
+        train(SORTER.but(steps=4, batch_size=2), model, loss_fn, (x, y))
+    with pytest.raises(ValueError, match="lengths \\[6, 5\\]"):
+        train(by_epochs, model, loss_fn, (x, y[:5]))
+    with pytest.raises(TypeError, match="recipe must be one of attnlab.recipes"):
+        train({"lr": 0.1}, model, loss_fn, (x, y))
+
+
+def test_train_draws_the_weights_from_the_seed_and_leaves_the_callers_rng_alone():
+    state = torch.random.get_rng_state()
+    a, _ = train(SORTER.but(steps=1, batch_size=1), lambda: torch.nn.Linear(2, 2),
+                 lambda m, b: m(b).sum(), torch.ones(1, 2), seed=3)
+    b = initial_model(62, seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    c, _ = train(SORTER.but(steps=1, batch_size=1), lambda: torch.nn.Linear(2, 2),
+                 lambda m, b: m(b).sum(), torch.ones(1, 2), seed=3)
+    again = initial_model(62, seed=3)
+    assert torch.equal(a.weight, c.weight)
+    assert torch.equal(b.embed.tokens.weight, again.embed.tokens.weight)
 
 
 def test_eval_mode_restores_the_mode_even_when_the_body_raises():
@@ -183,3 +230,43 @@ def test_the_sentiment_head_is_seeded_without_touching_the_callers_random_state(
     assert torch.equal(torch.get_rng_state(), before)
     again, _ = fit_head(x.float(), y, x.float(), y, epochs=1)
     assert torch.equal(head.weight, again.weight)  # the seed, not the caller, fixes the weights
+
+
+def _trainers():
+    """Every trainer of the series, each with a recipe small enough for a test."""
+    labels = torch.arange(40) % 4
+    features = torch.randn(40, 8, generator=torch.Generator().manual_seed(0))
+    members, odd = sets.odd_one_out(labels.numpy(), n_sets=16, set_size=4)
+    x, y = torch.randn(12, 6), torch.arange(12) % 2
+    return {
+        "train_classifier": lambda: train_classifier(epochs=1, n_train=64, n_test=16),
+        "train_at_scale": lambda: scaling.train_at_scale(epochs=1, d_head=8),
+        "train_sorter": lambda: generation.train_sorter(steps=2),
+        "train_reverser": lambda: generation.train_reverser(steps=2),
+        "train_induction": lambda: induction.train_induction(2, seed=5, steps=2),
+        "train_odd_one_out": lambda: sets.train_odd_one_out(features, members, odd,
+                                                            directions=4, d_model=8),
+        "fit_head": lambda: fit_head(x, y, x, y, epochs=1),
+    }
+
+
+@pytest.mark.parametrize("name", list(_trainers()))
+def test_every_trainer_trains_through_train_and_leaves_the_callers_rng_alone(name, monkeypatch):
+    calls, real_fit = [], module.fit
+    monkeypatch.setattr(module, "fit", lambda *a, **kw: calls.append(1) or real_fit(*a, **kw))
+    trainer = _trainers()[name]
+    state = torch.random.get_rng_state()
+    trainer()
+    assert torch.equal(torch.random.get_rng_state(), state), f"{name} moved the caller's RNG"
+    assert calls == [1], f"{name} must train through attnlab.train.train, once"
+
+
+def test_no_module_but_train_runs_the_loop_or_seeds_torchs_global_rng():
+    """One path: `train` is the only caller of `fit`, `seeded` the only seeding of a model's
+    weights (exercise fixtures fork the RNG for their example inputs)."""
+    for path in sorted((ROOT / "attnlab").rglob("*.py")):
+        if path.name in ("train.py", "repro.py") or "exercises" in path.parts:
+            continue
+        text = path.read_text()
+        assert " fit(" not in text and "fit(model" not in text, path
+        assert "torch.manual_seed(" not in text, path

@@ -9,10 +9,11 @@ import torch
 
 from ..data import Vocab
 from ..models import LEARNED_POSITION_STD
+from ..recipes import TINY
 from ..report import fmt
 from ..repro import seed_of
 from ..rope import rotary
-from ..train import RECIPE, fit_classifier, initial_model, task_reviews
+from ..train import fit_classifier, initial_model, task_reviews
 from . import (
     Verdict,
     as_number,
@@ -109,7 +110,7 @@ def _rescaled_reach(series: int) -> int | None:
     train, test = task_reviews("contrast", seed=0)
     model = initial_model(len(vocab), "learned", seed=0)
     with torch.no_grad():
-        model.embed.pos.table.mul_(RECIPE["d_model"] ** -0.5 / LEARNED_POSITION_STD)  # (L, d)
+        model.embed.pos.table.mul_(TINY.d_model ** -0.5 / LEARNED_POSITION_STD)  # (L, d)
     history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2], seed=0,
                              stop_at=0.9)
     return next((e for e, a in zip(history["epoch"], history["test_acc"]) if a >= 0.9), None)

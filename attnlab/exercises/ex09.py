@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import torch
 
-from ..induction import N_TEST, RECIPE, TEST_SEED, evaluate, repeat_task, train_induction
+from ..induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
 from ..probes import induction_score as reference_score
 from ..probes import previous_occurrence
+from ..recipes import INDUCTION
 from ..report import fmt
 from . import (
     as_number,
@@ -142,7 +143,7 @@ SHORT = (3, 6)  # the shorter repeats of the exploration
 
 
 @exercise("explore", args=(20,))
-def shorter_repeat(answer, steps: int = RECIPE["steps"]):
+def shorter_repeat(answer, steps: int = INDUCTION.steps):
     """Your loss (nats) on the repeated tokens of the notebook's `short_test` (500 sequences,
     `repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))`) of the two-layer model trained by the
     recipe on repeats of 3 to 6 tokens (`train_induction(2, repeat=(3, 6))`); right within 0.1
