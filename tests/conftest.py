@@ -1,4 +1,4 @@
-"""Shared test settings and helpers, the student edition as a test, and the order in which
+"""Shared test settings, fixtures, the student edition under nbval, and the order in which
 `make test` hands its scopes to the two workers.
 
 Fixtures live here; the helpers test files import (`from helpers import ...`) live in
@@ -7,32 +7,29 @@ tests/helpers.py.
 Nothing here may change os.environ for plotting: notebook kernels inherit the environment, and
 an MPLBACKEND=Agg there would silently drop every inline figure.
 """
-import configparser
 import copy
 import os
 import re
 import socket
-from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
 import matplotlib  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
+from nbval.plugin import IPyNbFile  # noqa: E402
 
 matplotlib.use("Agg")
 
 import torch  # noqa: E402
-from helpers import ROOT, need  # noqa: E402
+from helpers import need  # noqa: E402
 
 import attnlab.exercises  # noqa: E402
 from attnlab import assets  # noqa: E402
-from attnlab.classroom import runner, student  # noqa: E402
 from attnlab.minilm import load_minilm  # noqa: E402
 
 torch.set_num_threads(1)
 
-SANITIZE = ROOT / "tests" / "sanitize.cfg"  # nbval's --nbval-sanitize-with file, used here too
 STUDENT_NOTEBOOK = re.compile(r"[0-9][0-9]_.*\.ipynb")
 
 
@@ -68,96 +65,37 @@ def minilm():
 
 # ----------------------------------------------------------------------------- the student edition
 
-def sanitize_rules(path: Path = SANITIZE) -> list[tuple[str, str]]:
-    """(regex, replacement) pairs of an nbval sanitize file: one section each."""
-    parser = configparser.ConfigParser()
-    parser.read(path, encoding="utf-8")
-    return [(parser[s]["regex"], parser[s]["replace"]) for s in parser.sections()]
+def _not_attempted(output):
+    """A full-edition output as the student run must show it: each check line that is right
+    (`✓ `) or a prediction given (`✎ `) not attempted (`○ `). sanitize.cfg's rule reads any
+    `○ name: ...` line as the same line, so nbval compares the rest exactly."""
+    output = copy.deepcopy(output)
+    if output.get("output_type") == "stream":
+        output["text"] = re.sub(r"(?m)^[✓✎] ", "○ ", "".join(output["text"]))
+    return output
 
 
-SANITIZE_RULES = sanitize_rules()
-
-
-class CellMismatch(Exception):
-    """A student cell's outputs are not what the full edition promises (the message says how)."""
-
-
-class StudentNotebook(pytest.File):
-    """notebooks/student/NN_name.ipynb, executed once in a fresh kernel, then compared with the
-    full edition notebooks/NN_name.ipynb cell by cell (by cell id; attnlab.classroom.student's
-    `compare_cell` says what must be equal). One scope per notebook, so `--dist loadscope` runs
-    each notebook whole on one worker, beside other notebooks on the other."""
+class StudentEdition(IPyNbFile):
+    """notebooks/student/NN_name.ipynb under strict nbval: executed in a fresh kernel in its own
+    folder (where students run it), each code cell's outputs compared with those of the full
+    edition's cell of the same id (../NN_name.ipynb), its checks not attempted."""
 
     def collect(self):
-        self.full_path = self.path.parent.parent / self.path.name  # notebooks/NN_name.ipynb
-        self.full = nbformat.read(self.full_path, as_version=4)
-        self.nb = nbformat.read(self.path, as_version=4)
-        yield StudentRun.from_parent(self, name="runs top to bottom")
-        for i, j in student.compared_cells(self.full, self.nb):
-            yield StudentCell.from_parent(self, name=f"Cell {i}", index=i, full_index=j)
-
-    def setup(self):
-        """Execute the notebook as nbval executes the full one: the kernel starts in notebooks/
-        (the full edition's folder) with this process's environment; nbval-skip cells are not
-        run."""
-        nb = copy.deepcopy(self.nb)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and "nbval-skip" in cell.metadata.get("tags", []):
-                cell.cell_type, cell.outputs = "raw", []  # nbclient runs code cells only
-        self.executed, self.seconds, self.error = runner.execute(self.full_path, nb=nb)
-        raised = [i for i, c in enumerate(self.executed.cells) if self.error is not None
-                  and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
-        self.raised_at = raised[0] if raised else None
-
-
-class _StudentItem(pytest.Item):
-    def repr_failure(self, excinfo):
-        if isinstance(excinfo.value, CellMismatch):
-            return f"{self.parent.nodeid} {excinfo.value}"
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self):
-        return self.path, None, self.name
-
-
-class StudentRun(_StudentItem):
-    """The student edition runs top to bottom without raising, as the full edition does."""
-
-    def runtest(self):
-        notebook = self.parent
-        if notebook.error is None:
-            return
-        if notebook.raised_at is not None:
-            cell = notebook.executed.cells[notebook.raised_at]
-            trace = next(o for o in cell.outputs if o.get("output_type") == "error")
-            tb = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(trace.get("traceback", [])))
-            raise CellMismatch(f"did not run top to bottom: cell {notebook.raised_at} "
-                               f"({student.first_line(cell)!r}) raised:\n"
-                               + "\n".join(tb.splitlines()[-15:]))
-        raise CellMismatch(f"did not run top to bottom: {notebook.error}")
-
-
-class StudentCell(_StudentItem):
-    """One code cell's text outputs against the full edition's (student.compare_cell)."""
-
-    def __init__(self, *, index: int, full_index: int, **kwargs):
-        super().__init__(**kwargs)
-        self.index, self.full_index = index, full_index
-
-    def runtest(self):
-        notebook = self.parent
-        if notebook.raised_at is not None and self.index > notebook.raised_at:
-            pytest.skip(f"not reached: cell {notebook.raised_at} raised")
-        cell = notebook.executed.cells[self.index]
-        diff = student.compare_cell(notebook.full.cells[self.full_index], cell, SANITIZE_RULES)
-        if diff is not None:
-            raise CellMismatch(f"cell {self.index} (full edition cell {self.full_index}): "
-                               f"{student.first_line(cell)!r}\n{diff}")
+        full_path = self.path.parent.parent / self.path.name
+        full = {cell.id: cell for cell in nbformat.read(full_path, as_version=4).cells}
+        for item in super().collect():
+            if item.cell.id not in full:
+                raise self.CollectError(f"student/{self.path.name}: cell id {item.cell.id!r} is "
+                                        f"not in the full edition: run `make student`")
+            reference = full[item.cell.id]
+            item.cell.outputs = [_not_attempted(o) for o in reference.outputs]
+            item.cell.execution_count = reference.execution_count  # nbval: "a cell that ran"
+            yield item
 
 
 class StudentEditionPlugin:
-    """Collects student/NN_name.ipynb (notebooks/student/ in this repository) as a
-    StudentNotebook, compared with ../NN_name.ipynb, instead of nbval's notebook.
+    """Collects student/NN_name.ipynb as a StudentEdition instead of nbval's notebook (which
+    would replay the student edition's stored outputs, and it stores none).
 
     Registered as a plugin (not a conftest hook) because pytest asks a conftest's
     pytest_collect_file only about files below that conftest's folder."""
@@ -165,10 +103,10 @@ class StudentEditionPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_collect_file(self, file_path, parent):
         collected = yield
-        if file_path.parent.name == "student" and STUDENT_NOTEBOOK.fullmatch(file_path.name):
-            # nbval would replay the student edition's stored outputs, and it stores none
-            collected = [c for c in collected if not type(c).__module__.startswith("nbval")]
-            collected.append(StudentNotebook.from_parent(parent, path=file_path))
+        if file_path.parent.name == "student" and STUDENT_NOTEBOOK.fullmatch(file_path.name) \
+                and any(isinstance(c, IPyNbFile) for c in collected):
+            collected = [c for c in collected if not isinstance(c, IPyNbFile)]
+            collected.append(StudentEdition.from_parent(parent, path=file_path))
         return collected
 
 

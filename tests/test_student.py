@@ -1,7 +1,7 @@
 """The student edition (`make student`, attnlab.classroom.student): solutions out, placeholders in
 at the right indentation, bad markers refused with the cell and line, `remove-cell` cells and
 instructor notes dropped, no outputs, cell ids kept; the comparison `make test` runs (the student
-edition executed against the full edition's outputs); and the committed notebooks/student/ equal
+edition under nbval against the full edition's outputs); and the committed notebooks/student/ equal
 to what the builder makes, with nothing in it a student should not see first."""
 from __future__ import annotations
 
@@ -159,101 +159,51 @@ def test_main_writes_every_notebook_or_none_when_a_marker_is_wrong(tmp_path, mon
 
 # ----------------------------------------------------------------------------- the comparison
 
-def _run(*outputs):
-    return _cell("code", "f()", outputs=outputs)
-
-
-def same_text(full, got) -> bool:
-    """Whether compare_cell finds a cell printing `got` as good as one that printed `full`."""
-    diff = student.compare_cell(_run(*full), _run(*got), [(r"0x[0-9a-fA-F]+", "0xADDRESS")])
-    return diff is None
-
-
-def test_compare_cell_wants_the_same_text_sanitized():
-    assert same_text([_printed("0.405 0.246\n")], [_printed("0.405 0.246\n")])
-    assert not same_text([_printed("0.405 0.246\n")], [_printed("0.405 0.247\n")])
-    assert not same_text(
-        [new_output("execute_result", data={"text/plain": "3"}, execution_count=1)],
-        [new_output("execute_result", data={"text/plain": "4"}, execution_count=1)])
-    assert not same_text([_printed("done\n")], [_printed("done\n"), new_output(
-        "stream", name="stderr", text="Warning: slow\n")])  # stderr is text too
-    assert same_text([_printed("0x7f00ab at 0x1f\n")], [_printed("0x8e11cd at 0x2e\n")])
-
-
-def test_compare_cell_expects_a_not_attempted_line_for_each_check_mark_at_its_place():
-    for full, got, same in [
-        ([_printed("a = 1\n✓ right: 0.405\nb = 2\n")], [_printed("a = 1\n○ not yet\nb = 2\n")],
-         True),
-        ([_printed("✓ right\n")], [_printed("✓ right\n")], False),
-        ([_printed("✓ right\nb = 2\n")], [_printed("○ not yet\nb = 3\n")], False),
-        ([_printed("✓ right\n")], [_printed("○ not yet\n○ again\n")], False),
-    ]:
-        assert same_text(full, got) == same, (full, got)
-
-
-def test_compare_cell_leaves_images_html_and_widgets_alone():
-    assert same_text(
-        [new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})],
-        [new_output("display_data", data={"image/png": "BBBB", "text/plain": "<Figure>"})])
-    assert same_text(
-        [new_output("display_data", data={"text/html": "<b>1</b>", "text/plain": "x"})],
-        [new_output("display_data", data={"text/html": "<b>2</b>", "text/plain": "x"})])
-
-
-def test_a_solution_cell_is_an_exercise_cell_and_a_diff_shows_what_differs():
-    full = _cell("code", "### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\nprint(check(guess))",
-                 outputs=[_printed("✓ predict: 3\nthe answer is 3\n")])
-    got = _run(_printed("○ predict: not attempted\nthe answer is 4\n"))
-    assert student.is_exercise(full) and not student.is_exercise(_run(_printed("x\n")))
-    assert student.compare_cell(full, got) == (
-        "@@ -1,2 +1,2 @@\n ○ predict: not attempted\n-the answer is 3\n+the answer is 4")
-    assert student.compare_cell(full, _run(_printed("✓ predict: 3\nthe answer is 3\n"))) == (
-        f"@@ -1,2 +1,2 @@\n-{student.UNMET}\n+✓ predict: 3\n the answer is 3")
-
-
-def test_cells_are_paired_by_id_and_ignored_outputs_are_not_compared():
-    full = new_notebook(cells=[_cell("markdown", "# T"), _run(), _cell("code", "t()", tags=[
-        "nbval-ignore-output"]), _cell("code", "u()", tags=["nbval-skip"]), _run()])
-    nb = new_notebook(cells=[full.cells[i] for i in (1, 2, 3, 4)])
-    assert student.compared_cells(full, nb) == [(0, 1), (3, 4)]
-    nb.cells[0] = _run()  # a new id: the student edition is older than the full one
-    with pytest.raises(ValueError, match=r"student cell 0 has id .* run `make student`"):
-        student.compared_cells(full, nb)
-
-
-def test_make_test_executes_the_student_edition_and_fails_on_a_difference(tmp_path):
-    """The collector in tests/conftest.py, run by pytest on a pair of small notebooks: a cell that
-    prints what the full edition printed passes, a ✓ line met by a ○ line passes, a changed
-    number fails with the cell and a diff, and a cell that raises fails the run."""
+def test_make_test_runs_the_student_edition_under_nbval_against_the_full_editions_outputs(
+        tmp_path):
+    """The collector in tests/conftest.py, run by pytest on small notebooks: a cell that prints
+    what the full edition printed passes, a ✓ line met by a ○ line passes, a ✓ line met by a
+    ✓ line (a check the student edition passes unasked) fails, a changed number fails with a
+    diff, a cell that raises fails, and a student edition older than the full one is refused."""
     folder = tmp_path / "notebooks"
     (folder / "student").mkdir(parents=True)
     full = new_notebook(cells=[
-        _cell("code", "import os\nprint(os.getcwd())", outputs=[_printed(f"{folder}\n")]),
+        _cell("code", "print(6 * 6)", outputs=[_printed("36\n")]),
         _cell("code", "guess = None\n### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\n"
-                      "print('○ not yet' if guess is None else '✓ right')",
-              outputs=[_printed("✓ right\n")]),
+                      "print('○ right: not yet' if guess is None else '✓ right: 3')",
+              outputs=[_printed("✓ right: 3\n")]),
         _cell("code", "print(6 * 7)", outputs=[_printed("41\n")]),
         _cell("code", "raise ValueError('on purpose')", outputs=[]),
         _cell("code", "print('after')", outputs=[_printed("after\n")]),
+        _cell("code", "print('✓ free: 1')", outputs=[_printed("✓ free: 1\n")]),
     ], metadata={"kernelspec": dict(series.KERNELSPEC)})
+    for i, cell in enumerate(full.cells):
+        cell.execution_count = i + 1
     nbformat.write(full, folder / "01_tiny.ipynb")
     nbformat.write(student.student_notebook(folder / "01_tiny.ipynb"),
                    folder / "student" / "01_tiny.ipynb")
+    stale = student.student_notebook(folder / "01_tiny.ipynb")
+    stale.cells[0].id = "not-in-the-full-edition"
+    nbformat.write(full, folder / "02_stale.ipynb")
+    nbformat.write(stale, folder / "student" / "02_stale.ipynb")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-v",
-         "--rootdir", str(tmp_path),
-         str(folder / "student" / "01_tiny.ipynb"), str(ROOT / "tests" / "conftest.py")],
+         "--rootdir", str(tmp_path), "--continue-on-collection-errors",
+         "--nbval", "--nbval-current-env",
+         "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"),
+         str(folder / "student" / "01_tiny.ipynb"), str(folder / "student" / "02_stale.ipynb"),
+         str(ROOT / "tests" / "conftest.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     report = done.stdout
     assert done.returncode == 1, report
-    outcomes = dict(re.findall(r"01_tiny.ipynb::(Cell \d|runs top to bottom) "
-                               r"(PASSED|FAILED|SKIPPED)", report))
+    outcomes = dict(re.findall(r"01_tiny\W+ipynb::(Cell \d) (PASSED|FAILED)", report))
     assert outcomes == {"Cell 0": "PASSED", "Cell 1": "PASSED", "Cell 2": "FAILED",
-                        "Cell 3": "FAILED", "Cell 4": "SKIPPED",
-                        "runs top to bottom": "FAILED"}, report
-    assert ("notebooks/student/01_tiny.ipynb cell 2 (full edition cell 2): 'print(6 * 7)'\n"
-            "@@ -1 +1 @@\n-41\n+42") in report
-    assert "cell 3 (\"raise ValueError('on purpose')\") raised" in report
+                        "Cell 3": "FAILED", "Cell 4": "PASSED", "Cell 5": "FAILED"}, report
+    report = re.sub(r"\x1b\[[0-9;]*m", "", report)  # nbval colours its report
+    assert "'41\\n' == '42\\n'" in report and "ValueError: on purpose" in report
+    assert "'○ free: not attempted\\n' == '✓ free: 1\\n'" in report
+    assert ("student/02_stale.ipynb: cell id 'not-in-the-full-edition' is not in the full "
+            "edition: run `make student`") in report
 
 
 # ----------------------------------------------------------------------------- committed editions

@@ -15,8 +15,8 @@ that jupytext keeps paired with NN_name.py) this writes notebooks/student/NN_nam
 
 Every other cell keeps its source, its tags and slideshow metadata, and its cell id: a student
 cell has the id of the full-edition cell it comes from, so `make test` can execute the student
-edition and compare its outputs with the full edition's, cell by cell (`compare_cell`, run by
-tests/conftest.py). Nothing is executed here; building all the notebooks takes about a second.
+edition under nbval against the full edition's outputs, cell by cell (tests/conftest.py). Nothing
+is executed here; building all the notebooks takes about a second.
 
     python -m attnlab.classroom.student          # every notebook
     python -m attnlab.classroom.student 03 05    # by NN prefix or name
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import difflib
 import os
 import re
 import sys
@@ -168,98 +167,6 @@ def student_notebook(ipynb: Path):
     nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", series.KERNELSPEC),
                    "jupytext": {"formats": "ipynb"}}
     return nb
-
-
-# ----------------------------------------------------------------------------- comparison
-
-CHECKED, NOT_ATTEMPTED = ("✓ ", "✎ "), "○ "  # a check's line when right or a prediction is
-#                                              given, and when not attempted
-IGNORE_OUTPUT = ("nbval-ignore-output", "nbval-skip")  # tags whose cells are not compared
-TEXT_PLAIN = "text/plain"
-UNMET = f"{NOT_ATTEMPTED}... (a ✓ or ✎ line in the full edition)"
-
-
-def text_lines(cell, sanitize: list[tuple[str, str]] = ()) -> list[str]:
-    """The lines a cell's text outputs show, as nbval compares them: stream text (stdout and
-    stderr, each line prefixed with its stream when stderr) and `text/plain`; images, HTML and
-    widget views are not text. Consecutive outputs of one stream are one text (a kernel may
-    flush a print in two pieces), and each `(pattern, replacement)` of `sanitize` is applied
-    to it before it is cut into lines."""
-    pieces: list[list[str]] = []  # [prefix, text] runs
-    for output in cell.get("outputs", []):
-        kind = output.get("output_type")
-        if kind == "stream":
-            text = "".join(output.get("text", ""))
-            prefix = "[stderr] " if output.get("name") == "stderr" else ""
-            if pieces and pieces[-1][0] == prefix and pieces[-1][2]:
-                pieces[-1][1] += text  # the same stream, flushed in another piece
-                continue
-            pieces.append([prefix, text, True])
-        elif kind in {"execute_result", "display_data"} and TEXT_PLAIN in output.get("data", {}):
-            pieces.append(["", "".join(output["data"][TEXT_PLAIN]) + "\n", False])
-        elif kind == "error":
-            pieces.append(["[error] ", f"{output.get('ename')}: {output.get('evalue')}\n", False])
-    chunks: list[str] = []
-    for prefix, text, _ in pieces:
-        for pattern, replacement in sanitize:
-            text = re.sub(pattern, replacement, text)
-        chunks += [prefix + line for line in text.splitlines()]
-    return chunks
-
-
-def is_exercise(full_cell) -> bool:
-    """A cell in which the student's work shows: its full-edition output has a `✓ ` or `✎ `
-    line, or its source holds a solution region."""
-    return has_solution(full_cell) or any(
-        line.startswith(CHECKED) for line in text_lines(full_cell))
-
-
-def expected_lines(full: list[str], got: list[str], exercise: bool) -> list[str]:
-    """The lines the student run must show: the full edition's; in an exercise cell, each `✓ `
-    or `✎ ` line must be a `○ ` line of the student run at the same place (shown as `UNMET`
-    where the student run has none there)."""
-    if not exercise:
-        return full
-    return [(got[i] if i < len(got) and got[i].startswith(NOT_ATTEMPTED) else UNMET)
-            if line.startswith(CHECKED) else line for i, line in enumerate(full)]
-
-
-def compare_cell(full_cell, student_cell, sanitize=()) -> str | None:
-    """None when the student cell's text outputs are what the full edition's promise, else a
-    short unified diff (expected `-`, got `+`). An exercise cell (`is_exercise`) must show a
-    `○ ` line wherever the full edition shows a `✓ ` line, and every other line equal."""
-    got = text_lines(student_cell, sanitize)
-    want = expected_lines(text_lines(full_cell, sanitize), got, is_exercise(full_cell))
-    if want == got:
-        return None
-    diff = difflib.unified_diff(want, got, "full edition", "student edition", lineterm="", n=2)
-    return "\n".join(list(diff)[2:])  # without the two header lines
-
-
-def compared_cells(full, student) -> list[tuple[int, int]]:
-    """(student index, full index) of every code cell whose outputs are compared: matched by
-    id, not tagged `nbval-ignore-output` or `nbval-skip` in either edition. Raises ValueError
-    for a student code cell whose id the full edition does not have: rebuild with
-    `make student`."""
-    by_id = {cell.id: i for i, cell in enumerate(full.cells)}
-    pairs = []
-    for i, cell in enumerate(student.cells):
-        if cell.cell_type != "code":
-            continue
-        if cell.id not in by_id:
-            raise ValueError(f"student cell {i} has id {cell.id!r}, which the full edition does "
-                             f"not have: run `make student`")
-        j = by_id[cell.id]
-        tags = set(cell.metadata.get("tags", [])) | set(full.cells[j].metadata.get("tags", []))
-        if not tags & set(IGNORE_OUTPUT):
-            pairs.append((i, j))
-    return pairs
-
-
-def first_line(cell) -> str:
-    """A cell's first line that is not blank: how a failure names the cell."""
-    return next((line for line in cell.source.split("\n") if line.strip()), "")
-
 
 
 RELEASE_README = """# {title}
