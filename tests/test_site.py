@@ -1,9 +1,10 @@
 """`make slides` and `make html` (attnlab.classroom.site): slide rules, offline pages, the site's
-index; and what a projector shows (attnlab.classroom.measure).
+index; what a projector shows (attnlab.classroom.measure: slide layout in Chromium;
+attnlab.classroom.figures: figure text in Python).
 
 The builds here use a stand-in for the npm packages (`placeholder_modules`), so no test touches
 the network; the browser tests open real builds in Chromium with every non-file request
-refused, to prove they work offline, and measure every slide and figure.
+refused, to prove they work offline, and measure every slide.
 """
 from __future__ import annotations
 
@@ -463,10 +464,11 @@ def _figure_png(width_in: float, height_in: float, fontsize: float, dpi: int = 1
 
 
 @pytest.mark.browser
-def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp_path):
-    """The measure's own check, in Chromium: a slide that fits, one too tall, one too wide; a
-    wide figure shown across the slide with large text, a tall one that the slide's height for
-    figures shrinks until its text is too small, one with no recorded font size."""
+def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_take_the_box_python_assumes(
+        tmp_path):
+    """The measure's own check, in Chromium: a slide that fits, one too tall, one too wide; and
+    the slide's figure box as figures.smallest_text_on_slide assumes it: a wide figure shown
+    across FIGURE_BOX[0] px, a tall one shrunk to FIGURE_BOX[1] px of height."""
     modules = _real_modules()
     nb = _present([
         "# Fits\n\nA short slide.",
@@ -475,24 +477,22 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp
         ("for i in range(60): print(i)", "".join(f"{i}\n" for i in range(60)), {}),
         "## Too wide",
         ("wide()", "", {}),
-        "## Figures\n\nThree of them.",
+        "## Figures\n\nTwo of them.",
         ("plot()", "", {}),
     ])
     nb.cells[5].outputs = [new_output("display_data", data={
         "text/html": '<div style="width: 2000px">a row of 2000 px</div>', "text/plain": "wide"})]
-    nb.cells[7].outputs = [  # 1400x300 px drawn with 12 pt = 16.7 px text; 400x800 px, 8 pt
-        new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
-        new_output("display_data", data={"image/png": _figure_png(4, 8, 8)}),
-        new_output("display_data", data={"image/png": base64.b64encode(TINY_PNG).decode()})]
+    nb.cells[7].outputs = [new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
+                           new_output("display_data", data={"image/png": _figure_png(4, 8, 8)})]
     path = tmp_path / "09_sizes.ipynb"
     nbformat.write(nb, path)
     deck = site.build("slides", [path], tmp_path / "slides", modules=modules)[0]
-    seen, overflowing, found = measure.measure([deck])
+    seen, overflowing = measure.measure([deck])
     assert seen == 4
     assert [(o["deck"], o["h"], o["v"], o["number"], o["heading"]) for o in overflowing] == [
         ("09_sizes.slides.html", 1, 0, 2, "Too tall"),
         ("09_sizes.slides.html", 2, 0, 3, "Too wide"),
-        ("09_sizes.slides.html", 3, 0, 4, "Figures")]  # three figures, each as large as it may be
+        ("09_sizes.slides.html", 3, 0, 4, "Figures")]  # two figures, each as large as it may be
     # a wide output scrolls sideways in its own box (JupyterLab's output area): caught inside
     assert [o["kind"] for o in overflowing] == ["too tall", "scrolls inside", "too tall"]
     tall, wide, _ = (o["overflow"] for o in overflowing)
@@ -500,27 +500,65 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_too_small(tmp
     assert 2000 - site.SLIDE_SIZE[0] - 100 < wide < 2000
     assert "09_sizes.slides.html #/1/0 (slide 2)" in measure.format_overflow(overflowing)
 
-    large, tall, unknown = found
-    assert [f["nth"] for f in found] == [1, 2, 3] and {f["number"] for f in found} == {4}
-    assert large["natural"] == [1400, 300] and large["recorded_font"] == pytest.approx(16.7)
-    # the slide gives it less than 1400 px: shown smaller, it fills its width, text scaled
-    assert large["fill"] == pytest.approx(1) and large["rendered"][0] < 1400
-    assert large["font"] == pytest.approx(16.7 * large["rendered"][0] / 1400, abs=0.05)
-    # the tall one may take 520 px of height: half as wide, it fills what it is given
-    assert tall["natural"] == [400, 800] and tall["rendered"] == pytest.approx([260, 520], abs=1)
-    assert tall["fill"] == pytest.approx(1, abs=0.01)
-    assert tall["font"] == pytest.approx(8 * 100 / 72 * 0.65, abs=0.05)
-    assert unknown["font"] is None
-    assert [len(f["problems"]) for f in found] == [0, 1, 1]
-    lines = measure.format_figures(found)
-    assert "(slide 4, figure 2, 400x800 shown at 260x520): smallest text 7.2 px" in lines
-    assert "no font size recorded" in lines
+    with sync_playwright() as p:  # the bitmap as drawn: object-fit contain keeps its aspect
+        browser = measure.browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(deck.as_uri() + "#/3")
+            page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+            shown = page.evaluate("""Array.from(document.querySelectorAll('.jp-RenderedImage img'),
+                img => { const ratio = img.naturalWidth / img.naturalHeight;
+                         const w = Math.min(img.clientWidth, img.clientHeight * ratio);
+                         return [w, w / ratio]; })""")
+        finally:
+            browser.close()
+    (wide_w, _), (_, tall_h) = shown
+    assert wide_w == pytest.approx(figures.FIGURE_BOX[0], abs=1)
+    assert tall_h == pytest.approx(figures.FIGURE_BOX[1], abs=1)
+
+
+def test_a_figures_smallest_text_is_its_drawn_size_scaled_as_the_slide_shows_it():
+    """1400x300 px drawn with 12 pt text (16.7 px) shown FIGURE_BOX[0] wide; 400x800 px with 8 pt
+    shown FIGURE_BOX[1] tall; a diagram at its own size; no figure; no record."""
+    def shown(data):
+        return figures.smallest_text_on_slide(new_output("display_data", data=data))
+
+    width, height = figures.FIGURE_BOX
+    assert shown({"image/png": _figure_png(14, 3, 12)}) == pytest.approx(16.7 * width / 1400)
+    # (the record holds one decimal: 12 pt at 100 dpi is 16.67 px, recorded as 16.7)
+    assert shown({"image/png": _figure_png(4, 8, 8)}) == pytest.approx(
+        8 * 100 / 72 * height / 800, abs=0.05)  # 7.2 px: too small
+    svg = '<svg width="960" height="300"><text font-size="15">a</text><text font-size="18"/></svg>'
+    assert shown({"image/svg+xml": svg}) == 15
+    assert shown({"text/plain": "3"}) is None
+    with pytest.raises(ValueError, match=r"a 1x1 figure records no font size: `make notebooks`"):
+        shown({"image/png": base64.b64encode(TINY_PNG).decode()})
+
+
+def test_every_figure_is_readable_on_the_slides():
+    """Each figure a slide shows has its smallest text at least MIN_FONT_PX tall there
+    (CONTRIBUTING.md, "Slides")."""
+    found, small = 0, []
+    for path in notebook_paths():
+        nb = site.presentable(nbformat.read(path, as_version=4))
+        for i, cell in enumerate(nb.cells):
+            for output in cell.get("outputs", []):
+                try:
+                    px = figures.smallest_text_on_slide(output)
+                except ValueError as e:
+                    small.append(f"{path.name} cell {i}: {e}")
+                    continue
+                found += px is not None
+                if px is not None and px < figures.MIN_FONT_PX:
+                    small.append(f"{path.name} cell {i}: smallest text {px:.1f} px")
+    assert found >= 30, found
+    assert not small, "\n".join(small)
 
 
 @pytest.fixture(scope="module")
 def series_measure(series_decks):
-    """Every slide and figure of the series' decks, measured once in Chromium; screenshots of
-    the slides that do not fit go to test-artifacts/site/overflow/."""
+    """Every slide of the series' decks, measured once in Chromium; screenshots of the slides
+    that do not fit go to test-artifacts/site/overflow/."""
     _real_modules()  # skips without Chromium or the real reveal.js, which series_decks then lacks
     shots = ARTIFACTS / "overflow"
     shutil.rmtree(shots, ignore_errors=True)
@@ -531,22 +569,10 @@ def series_measure(series_decks):
 def test_every_slide_of_every_deck_fits_1280x720(series_decks, series_measure):
     """No slide of the series needs scrolling on a 1280x720 projector (CONTRIBUTING.md, "Slides").
     `python -m attnlab.classroom.measure` prints the same list."""
-    seen, overflowing, _ = series_measure
+    seen, overflowing = series_measure
     assert seen >= 3 * len(series_decks)
     assert not overflowing, (
         f"{len(overflowing)} of {seen} slides need scrolling at "
         f"{site.SLIDE_SIZE[0]}x{site.SLIDE_SIZE[1]} (deck #/h/v, slide number, overflow, "
         f"heading; screenshots in {ARTIFACTS / 'overflow'}):\n"
         + measure.format_overflow(overflowing))
-
-
-@pytest.mark.browser
-def test_every_figure_is_readable_on_the_slides(series_measure):
-    """Each figure on a slide fills the width it is given and its smallest text is at least
-    14 px there (CONTRIBUTING.md, "Slides"); `python -m attnlab.classroom.measure` prints the
-    same list."""
-    _, _, found = series_measure
-    assert found, "no figure on any slide"
-    unreadable = [f for f in found if f["problems"]]
-    assert not unreadable, (f"{len(unreadable)} of {len(found)} figures are not readable on a "
-                            f"1280x720 slide:\n" + measure.format_figures(found))

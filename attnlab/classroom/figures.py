@@ -1,11 +1,14 @@
-"""Figures that record the smallest text they hold, for the slides' readability measurement.
+"""Figures on the slides: readable from the back of a room, checked in Python.
 
-A slide shows a figure as a PNG scaled to the width it is given; whether its smallest text is
-readable from the back of a room (14 px on the 1280x720 slide) depends on the font size the
-figure was drawn with and on that scale. The scale is measured in the browser
-(`site.measure`); the font size cannot be read back from the pixels, so it is recorded when the
-figure is drawn, in the PNG itself: a `tEXt` chunk `attnlab:min-font-px` holding the size, in
-pixels of the PNG, of the smallest text drawn into it.
+A slide shows a figure as large as the slide lets it (web/templates/attnlab-slides: the width of
+its output area, FIGURE_BOX[0] px of the 1280x720 slide, unless that makes it taller than
+FIGURE_BOX[1] px; the bitmap keeps its aspect). Its smallest text must be at least MIN_FONT_PX
+tall there: the size it was drawn at, scaled as the figure is (`smallest_text_on_slide`). That
+scale follows from the figure's size alone; a browser test checks the box it assumes.
+
+The drawn size cannot be read back from the pixels, so it is recorded when the figure is drawn,
+in the PNG itself: a `tEXt` chunk `attnlab:min-font-px` holding the size, in pixels of the PNG,
+of the smallest text drawn into it. A drawn diagram (SVG) states its font sizes itself.
 
 This module is an IPython extension that the runner loads into every kernel it starts
 (`make run`, `make notebooks`; `--InteractiveShellApp.extra_extensions`). It wraps the PNG
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -35,6 +39,31 @@ from matplotlib.text import Text
 
 KEY = "attnlab:min-font-px"
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FIGURE_BOX = (1272, 520)  # px of the 1280x720 slide: a figure's width, and the most height it takes
+MIN_FONT_PX = 14  # the smallest text a figure may show on the slide
+_SIZE = re.compile(r"<svg[^>]*?\bwidth=\"([\d.]+)\"[^>]*?\bheight=\"([\d.]+)\"")
+_FONT_SIZE = re.compile(r"font-size=\"([\d.]+)")
+
+
+def smallest_text_on_slide(output: dict) -> float | None:
+    """The height in slide pixels of the smallest text of a figure output (a PNG, or an SVG
+    diagram drawn at its own size and shrunk to fit), or None for an output that holds no figure.
+    Raises ValueError for a PNG that records no font size (stored before the record existed:
+    `make notebooks`)."""
+    data = output.get("data", {})
+    if "image/png" in data:
+        png = base64.b64decode("".join(data["image/png"]))
+        width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk, first in every PNG
+        font = text_chunks(png).get(KEY)
+        if font is None:
+            raise ValueError(f"a {width}x{height} figure records no font size: `make notebooks`")
+        return float(font) * min(FIGURE_BOX[0] / width, FIGURE_BOX[1] / height)
+    if "image/svg+xml" in data:
+        svg = "".join(data["image/svg+xml"])
+        width, _ = map(float, _SIZE.search(svg).groups())
+        sizes = [float(size) for size in _FONT_SIZE.findall(svg)] or [16.0]  # SVG's default
+        return min(sizes) * min(1.0, FIGURE_BOX[0] / width)  # max-width: 100%, never larger
+    return None
 
 
 def add_text_chunk(png: bytes, key: str, value: str) -> bytes:

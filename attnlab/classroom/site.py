@@ -16,7 +16,8 @@ gets a slide type by the rule in `assign_slide_types`, so a notebook is presenta
 A slide shows what a class needs to see (`slide_view`): a cell tagged `hide-input` shows its
 outputs only, and a markdown cell with `slide_type: notes` becomes speaker notes (key S). Every
 slide must fit the configured 1280x720 without scrolling, and every figure must be readable
-there: `python -m attnlab.classroom.measure` lists the slides and figures that are not.
+there: `python -m attnlab.classroom.measure` lists the slides that do not fit, and
+attnlab.classroom.figures checks the figures' text.
 """
 from __future__ import annotations
 
