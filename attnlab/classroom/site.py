@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import html
 import json
 import re
 import shutil
@@ -31,6 +30,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jinja2
 import nbformat
 from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.filters import markdown2html
@@ -318,44 +318,13 @@ def _write_checked(path: Path, page: str) -> Path:
 
 
 def _index_page(title: str, intro: str, rows: list[tuple[str, str, str]]) -> str:
-    """A small self-contained index: rows of (title, href, summary markdown), in series order."""
-    body = "\n".join(
-        f'<tr><td class="name"><a href="{html.escape(href)}">{html.escape(name)}</a></td>'
-        f"<td>{markdown2html(summary) if summary else ''}</td></tr>"
-        for name, href, summary in rows)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8" />
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>{html.escape(title)}</title>
-<script>window.MathJax = {{tex: {{inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
-  processEscapes: true}},
-  options: {{enableMenu: false}}}};</script>
-<script src="{STATIC}/mathjax/tex-svg-full.js" defer></script>
-<style>
-body {{ font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
-       max-width: 960px;
-       margin: 2em auto; padding: 0 1em; color: #1f2933; line-height: 1.5; }}
-table {{ border-collapse: collapse; width: 100%; }}
-td {{ border-top: 1px solid #d0d7de; padding: 0.6em 0.5em; vertical-align: top; }}
-td.name {{ width: 30%; }}
-td p {{ margin: 0; }}
-a {{ color: #0b63ce; }}
-footer {{ margin-top: 2em; color: #616e7c; font-size: 0.9em; }}
-</style>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
-<p>{intro}</p>
-<table class="attnlab-index">
-{body}
-</table>
-<footer>Built from the stored, executed notebooks; every file this page needs is beside it, so it
-works offline. MathJax (Apache-2.0) and reveal.js (MIT): licences in {STATIC}/.</footer>
-</body>
-</html>
-"""
+    """A small self-contained index: rows of (title, href, summary markdown), in series order
+    (web/templates/site-index.html.j2; names and links escaped, `intro` is trusted HTML)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    return env.get_template("site-index.html.j2").render(
+        title=title, intro=intro, static=STATIC,
+        rows=[(name, href, markdown2html(summary) if summary else "")
+              for name, href, summary in rows])
 
 
 def build(kind: str, ipynbs: list[Path] | None = None, out: Path | None = None,
