@@ -59,6 +59,8 @@ PREDICTED = "✎"  # a prediction set beside its measurement: never right or wro
 KINDS = ("implement", "predict", "explore")
 WIDTH = 80  # characters per line of a ✗ (see `say`)
 TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
+CHECK_WORK_S = 5.0  # on top of the student's calls: the check's own work (the reference, the
+#                     classic mistakes it recognises), which a loaded machine slows
 #                    time, so a test may set it lower (tests/conftest.py does)
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
@@ -342,7 +344,7 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
         fn, judge, name=name, reference=reference, hint=hint,
         success=success or f"matches attnlab's version on {n} random input{'' if n == 1 else 's'}",
         todo="not attempted yet; write your function above and run the cell again.",
-        seconds=per_call * (n + 2))
+        seconds=per_call * n + CHECK_WORK_S)
 
 
 
