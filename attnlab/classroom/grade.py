@@ -8,10 +8,13 @@ and no grade depends on a stored output a student could edit.
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
 memory, deletes the files around it or is not a notebook at all costs its own row and nothing
-else. The result is a CSV, one row per check line (student, notebook, exercise, mark,
-prediction given) and one row per submission that could not run, and a summary per student.
+else. Submissions run side by side, as many at once as there are cores and as the memory
+limit fits into the machine's memory (`--jobs` sets it). The result is a CSV, one row per check
+line (student, notebook, exercise, mark, prediction given) and one row per submission that could
+not run, in the order of the submissions, and a summary per student.
 
-    python -m attnlab.classroom.grade SUBMISSIONS [--out grades.csv] [--timeout 900] [--memory-gb 6]
+    python -m attnlab.classroom.grade SUBMISSIONS [--out grades.csv] [--timeout 900]
+                                      [--memory-gb 6] [--jobs N]
 
 SUBMISSIONS holds `student/NN_name.ipynb` files (one folder per student) or `student.ipynb`.
 """
@@ -27,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -125,18 +129,32 @@ def submissions(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0) -> list[dict]:
-    """Grade every submission under `folder` into the CSV `out`; returns its rows."""
+def default_jobs(memory_gb: float) -> int:
+    """How many submissions run at once: one per core, as many as their memory limit fits."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return max(1, min(os.cpu_count() or 1, int(memory // memory_gb)))
+
+
+def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
+          jobs: int | None = None) -> list[dict]:
+    """Grade every submission under `folder` into the CSV `out`, `jobs` at once (default
+    `default_jobs`); returns its rows, in the order of the submissions."""
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs must be a whole number of at least 1, got {jobs!r}")
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of submissions")
     found = submissions(folder)
     if not found:
         raise FileNotFoundError(f"{folder} holds no .ipynb submission")
-    rows = []
-    for student, path in found:
+    def run(path):
         print(f"grading {path.relative_to(folder)} ...", flush=True)
-        result = grade_one(path, timeout, memory_gb)
+        return grade_one(path, timeout, memory_gb)  # a child process: threads suffice
+
+    with ThreadPoolExecutor(max_workers=jobs or default_jobs(memory_gb)) as pool:
+        results = list(pool.map(run, [path for _, path in found]))
+    rows = []
+    for (student, path), result in zip(found, results):
         base = {"student": student, "notebook": path.name, "status": result["status"]}
         if not result["checks"]:
             rows.append({**base, "exercise": "", "mark": "", "meaning": ""})
@@ -172,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds a submission may run (default 900)")
     parser.add_argument("--memory-gb", type=float, default=6.0,
                         help="memory a submission may take (default 6)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="submissions run at once (default: one per core, as memory allows)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     if args.one is not None:
@@ -180,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions is None:
         parser.error("give the folder of submissions: make grade SUBMISSIONS=dir")
     try:
-        rows = grade(args.submissions, args.out, args.timeout, args.memory_gb)
-    except FileNotFoundError as e:
+        rows = grade(args.submissions, args.out, args.timeout, args.memory_gb, args.jobs)
+    except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(summary(rows))
