@@ -75,7 +75,22 @@ def _not_attempted(output):
     return output
 
 
-class StudentEdition(IPyNbFile):
+class Notebook(IPyNbFile):
+    """nbval's notebook, whose kernel gets three tries to start. Two workers start kernels at
+    the same moment, and a kernel that binds a port the other has just taken dies before it
+    answers ("Kernel died before replying to kernel_info"; jupyter_client picks its ports at
+    random). nbval stops the dead kernel before it raises, so starting again is clean."""
+
+    def setup(self):
+        for attempt in range(3):
+            try:
+                return super().setup()
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+
+
+class StudentEdition(Notebook):
     """notebooks/student/NN_name.ipynb under strict nbval: executed in a fresh kernel in its own
     folder (where students run it), each code cell's outputs compared with those of the full
     edition's cell of the same id (../NN_name.ipynb), its checks not attempted."""
@@ -95,7 +110,8 @@ class StudentEdition(IPyNbFile):
 
 class StudentEditionPlugin:
     """Collects student/NN_name.ipynb as a StudentEdition instead of nbval's notebook (which
-    would replay the student edition's stored outputs, and it stores none).
+    would replay the student edition's stored outputs, and it stores none), and every other
+    notebook as a Notebook.
 
     Registered as a plugin (not a conftest hook) because pytest asks a conftest's
     pytest_collect_file only about files below that conftest's folder."""
@@ -103,11 +119,11 @@ class StudentEditionPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_collect_file(self, file_path, parent):
         collected = yield
-        if file_path.parent.name == "student" and STUDENT_NOTEBOOK.fullmatch(file_path.name) \
-                and any(isinstance(c, IPyNbFile) for c in collected):
-            collected = [c for c in collected if not isinstance(c, IPyNbFile)]
-            collected.append(StudentEdition.from_parent(parent, path=file_path))
-        return collected
+        if not any(isinstance(c, IPyNbFile) for c in collected):
+            return collected
+        student = file_path.parent.name == "student" and STUDENT_NOTEBOOK.fullmatch(file_path.name)
+        return [c for c in collected if not isinstance(c, IPyNbFile)] + [
+            (StudentEdition if student else Notebook).from_parent(parent, path=file_path)]
 
 
 def pytest_configure(config):

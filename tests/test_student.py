@@ -11,10 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import nbformat
 import pytest
 from helpers import ROOT, raises_each, solution_lines
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbval.plugin import IPyNbFile
 
 from attnlab.classroom import series, student
 from attnlab.classroom.student import (
@@ -280,3 +282,22 @@ def test_a_colab_notebook_installs_where_attnlab_is_missing_and_does_nothing_her
                           check=True)
     assert here.stdout == "attnlab is installed: nothing to do\n"  # CI runs it unchanged
     assert student.main(["01", "--colab", str(tmp_path / "x")]) == 1  # no --source: refused
+
+
+def test_a_notebook_kernel_that_dies_at_start_gets_two_more_tries(monkeypatch):
+    """tests/conftest.py's Notebook: two workers may start kernels on the same port."""
+    tries = []
+
+    def start(self, fail_until=3):
+        tries.append(1)
+        if len(tries) < fail_until:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(IPyNbFile, "setup", start)
+    conftest.Notebook.setup(object.__new__(conftest.Notebook))
+    assert len(tries) == 3
+    tries.clear()
+    monkeypatch.setattr(IPyNbFile, "setup", lambda self: start(self, fail_until=99))
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        conftest.Notebook.setup(object.__new__(conftest.Notebook))
+    assert len(tries) == 3
