@@ -29,6 +29,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _interruptible() -> None:
+    """In the child before it starts: SIGINT at its default, so that the server's Python turns
+    it into KeyboardInterrupt as Ctrl-C does. A command a shell starts in the background
+    without job control (`make test &` in a script) has SIGINT ignored, its children inherit
+    that, and Python then leaves it ignored: the server's stop waited out its 30 s."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 class ServerProcess:
     """`cmd` started in its own session, stdout and stderr into `log`; `wait_ready(answers,
     seconds, what)` polls until `answers()` is true, failing with the log's tail if the process
@@ -37,9 +46,10 @@ class ServerProcess:
     def __init__(self, cmd: list[str], log: Path, *, cwd: Path, env: dict):
         self.log_path = log
         self._log = open(log, "w", encoding="utf-8")
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_interruptible)
 
     def wait_ready(self, answers, seconds: float, what: str) -> None:
         deadline = time.monotonic() + seconds

@@ -31,12 +31,13 @@ def nbgrader(folder: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
-    """Every notebook exported and released by `nbgrader generate_assignment`."""
+    """Every notebook exported and released by one `nbgrader generate_assignment "*"` (one
+    nbgrader start, not one per notebook)."""
     folder = tmp_path_factory.mktemp("course")
     written = course.write_course(folder)
     assert [p.stem for p in written] == series.notebook_stems()
-    for path in written:
-        nbgrader(folder, "generate_assignment", path.stem)
+    nbgrader(folder, "generate_assignment", "*")
+    assert sorted(p.name for p in (folder / "release").iterdir()) == series.notebook_stems()
     return folder
 
 

@@ -60,6 +60,7 @@ version the tests use) and attnlab in the kernel that grades:
 
     cd {folder}
     nbgrader generate_assignment 01_attention_by_hand   # release/: solutions taken out
+    nbgrader generate_assignment "*"                    # ... or every notebook at once
     # hand release/ out; collect submissions into submitted/<student>/01_attention_by_hand/
     nbgrader autograde 01_attention_by_hand
     nbgrader export                                     # grades.csv
