@@ -30,7 +30,7 @@ def test_a_class_is_graded_by_its_checks_and_a_hostile_submission_costs_its_own_
     _submit(subs, "ed", "import os\nfor f in os.listdir('.'):\n    os.remove(f)", RIGHT)
     (subs / "fay").mkdir()
     (subs / "fay" / "03_training_an_encoder.ipynb").write_text("not a notebook {")
-    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=20, memory_gb=6, jobs=2)
+    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=12, memory_gb=6, jobs=2)
     with open(tmp_path / "grades.csv", encoding="utf-8") as f:
         assert list(csv.DictReader(f)) == rows
     students = [row["student"] for row in rows]  # two at a time, written in submission order
@@ -52,17 +52,15 @@ def test_a_class_is_graded_by_its_checks_and_a_hostile_submission_costs_its_own_
     assert "ada" in grade.summary(rows)
 
 
-def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path):
+def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path, capsys):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "gil.ipynb").write_text("{ not json")
     out = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade", str(tmp_path / "subs"),
                           "--out", str(tmp_path / "g.csv")], capture_output=True, text=True,
                          check=True).stdout
     assert "not a notebook: NotJSONError" in out and (tmp_path / "g.csv").exists()
-    missing = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade",
-                              str(tmp_path / "nowhere")], capture_output=True, text=True)
-    assert missing.returncode == 1 and "is not a folder of submissions" in missing.stderr
-    none = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade", str(tmp_path / "subs"),
-                           "--jobs", "0"], capture_output=True, text=True)
-    assert none.returncode == 1 and "jobs must be a whole number of at least 1, got 0" in (
-        none.stderr)
+    # Refusals, in this process (what the command above runs is the same main()):
+    assert grade.main([str(tmp_path / "nowhere")]) == 1
+    assert "is not a folder of submissions" in capsys.readouterr().err
+    assert grade.main([str(tmp_path / "subs"), "--jobs", "0"]) == 1
+    assert "jobs must be a whole number of at least 1, got 0" in capsys.readouterr().err
