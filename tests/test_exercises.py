@@ -87,7 +87,11 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
     check = exercises.checks()[name]
     assert hasattr(check, "exercise"), \
         f"{name} is public but not registered: decorate it with @exercise(kind, args=...)"
+    before = torch.random.get_rng_state()
     args = check.exercise.args()
+    assert torch.equal(torch.random.get_rng_state(), before), \
+        f"{name}'s example arguments moved the caller's random state: draw them under a " \
+        "private seed (torch.random.fork_rng)"
     reference = check(..., *args)  # untouched: ○ and the reference
     assert one_line(capsys)[0] == "○"
     if check.exercise.kind == "predict":  # a guess it cannot read is no prediction yet: ○
@@ -104,6 +108,9 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
     for answer, mark, words in answers:
         got = expect(capsys, check, [answer], mark, words, *args)[0]
         assert same(got, reference), (answer, got)  # usable: the reference, as for `...`
+    assert torch.equal(torch.random.get_rng_state(), before), \
+        f"{name} moved the caller's random state: a cell below it would draw other numbers " \
+        "after the check ran once more"
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in exercises.checks().items()

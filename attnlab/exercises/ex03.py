@@ -93,8 +93,11 @@ def _block_problem(got, expected, model, x) -> str | None:
 
 
 def _example_model() -> tuple[TinyTransformer]:
-    torch.manual_seed(0)
-    return (TinyTransformer(len(Vocab.for_reviews()), dtype=torch.float64),)
+    """An untrained review model, drawn under a private seed (the caller's random state is left
+    as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return (TinyTransformer(len(Vocab.for_reviews()), dtype=torch.float64),)
 
 
 def _encode(model: TinyTransformer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
