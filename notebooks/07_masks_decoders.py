@@ -825,10 +825,11 @@ settings = {"greedy": None, "beam, width 4": None,
             "τ 2, top-p 0.9": {"temperature": 2.0, "top_p": 0.9}}
 table = {}
 for name, kwargs in settings.items():
-    if name == "greedy":
-        out = generate(masked, repeated, LENGTH)  # (2000, 14)
+    if name == "greedy":  # no randomness: the 10 samples of a prompt are its one answer, 10 times
+        out = generate(masked, prompts[:n], LENGTH).repeat_interleave(samples, 0)  # (2000, 14)
     elif name == "beam, width 4":
-        out = beam_search(masked, repeated, LENGTH, beam_width=4)[0][:, 0]  # (2000, 14)
+        out = beam_search(masked, prompts[:n], LENGTH, beam_width=4)[0][:, 0]  # (200, 14)
+        out = out.repeat_interleave(samples, 0)  # (2000, 14)
     else:
         draws = torch.Generator().manual_seed(attnlab.seed_of(0))
         out = generate(masked, repeated, LENGTH, generator=draws, **kwargs)  # (2000, 14)
