@@ -16,9 +16,19 @@ The two ways give the same results and the same printed text whatever the number
 Results come back by pickle; entries a call adds to a cache registered with `remember` (the
 trainers' caches of trained models) are copied into the caller's, as if it had run there.
 
-Forking needs Linux (`os.fork` elsewhere is missing or unsafe with the libraries torch loads):
-on macOS and Windows, with one core, or with ATTNLAB_WORKERS=1, the calls run one after another
-in the caller's process. ATTNLAB_WORKERS=k allows at most k processes at once.
+When it forks: only on Linux (`os.fork` elsewhere is missing or unsafe with the libraries
+torch loads), and only while torch runs on one thread in the caller, as every notebook of the
+series sets. A fork copies the caller's memory but only its calling thread: a thread pool that
+torch (OpenMP, oneDNN, MKL) started on two threads is, in the child, a pool whose threads are
+gone, and the child's first parallel operation waits for them for ever (a plain script on its
+default threads hung that way in `embed_images`). On one thread torch never enters a parallel
+region, so a pool left over from earlier work is never waited on; on several threads torch
+already uses the cores, and the calls run one after another in the caller. So they do too on
+macOS and Windows, with one core, or with ATTNLAB_WORKERS=1; ATTNLAB_WORKERS=k allows at most k
+processes at once.
+
+A worker that stops making progress is not waited on for ever: one that has used no CPU time for
+STALL_SECONDS is stopped, and the caller raises an error that names the call and the way out.
 """
 from __future__ import annotations
 
@@ -38,6 +48,7 @@ import numpy as np
 import torch
 
 WORKERS = "ATTNLAB_WORKERS"
+STALL_SECONDS = 120.0  # a worker with no CPU time for this long is blocked, not slow
 _CACHES: list[dict] = []  # caches whose new entries a child hands back (see `remember`)
 _in_child = False  # True in a forked child: a parallel_map there runs its calls in turn
 
@@ -51,13 +62,15 @@ def remember(cache: dict) -> dict:
 
 def workers(n_calls: int) -> int:
     """How many processes `parallel_map` uses for `n_calls` calls: 1 (the caller alone) off
-    Linux and inside a call it runs (no process forks more), else the cores this process may
-    use, at most ATTNLAB_WORKERS and at most n_calls."""
+    Linux, where the caller's torch runs on more than one thread (a fork would inherit its
+    thread pool: see the module docstring) and inside a call it runs (no process forks more),
+    else the cores this process may use, at most ATTNLAB_WORKERS and at most n_calls."""
     text = os.environ.get(WORKERS, "").strip()
     if text and not (text.isdigit() and int(text) >= 1):
         raise ValueError(f"{WORKERS} must be a whole number >= 1 (processes at once), got "
                          f"{text!r}; unset it to use every core")
-    if _in_child or not sys.platform.startswith("linux"):
+    if (_in_child or not sys.platform.startswith("linux") or not hasattr(os, "fork")
+            or torch.get_num_threads() > 1):
         return 1
     cores = len(os.sched_getaffinity(0))
     return max(1, min(n_calls, cores, int(text) if text else cores))
@@ -106,9 +119,11 @@ def _worker(fn, items: list, folder: Path, python_state) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # an interrupt stops the worker outright
         for i, item in enumerate(items):
             try:
-                os.close(os.open(folder / f"{i}.claim", os.O_CREAT | os.O_EXCL))
+                claim = os.open(folder / f"{i}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
                 continue  # another worker has it
+            os.write(claim, str(os.getpid()).encode())  # who runs it, should it get stuck
+            os.close(claim)
             random.setstate(python_state)  # each call from the caller's state (`random` reseeds
             report = _call(fn, item)       # itself in a forked child)
             try:
@@ -143,9 +158,19 @@ def _in_children(fn, items: list, n_workers: int) -> list[dict]:
             if pid == 0:
                 _worker(fn, items, folder, python_state)
             running.add(pid)
+        checked = time.monotonic()
+        progress = {pid: (None, checked) for pid in running}  # CPU seconds, and since when
         while running:  # wait for our workers only: the kernel may have other children
             time.sleep(0.01)
             running -= {pid for pid in running if os.waitpid(pid, os.WNOHANG)[0]}
+            if time.monotonic() - checked < 1.0:
+                continue
+            checked = time.monotonic()  # once a second: has each worker used CPU since?
+            for pid in running:
+                if (cpu := _cpu_seconds(pid)) != progress[pid][0]:
+                    progress[pid] = (cpu, checked)
+                elif checked - progress[pid][1] >= STALL_SECONDS:
+                    raise _stalled(folder, pid)  # the finally below stops the workers
         return [_read(folder / f"{i}.pickle", i) for i in range(len(items))]
     finally:
         for pid in running:  # an interrupt in the caller: stop the workers
@@ -156,6 +181,29 @@ def _in_children(fn, items: list, n_workers: int) -> list[dict]:
         for file in folder.iterdir():
             file.unlink()
         folder.rmdir()
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used so far, all its threads (Linux's /proc); None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name: state, ppid, ...
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _stalled(folder: Path, pid: int) -> RuntimeError:
+    """The error for a worker that has used no CPU for STALL_SECONDS (the caller stops it)."""
+    calls = [int(claim.stem) for claim in sorted(folder.glob("*.claim"))
+             if claim.read_text(encoding="ascii") == str(pid)
+             and not (folder / f"{claim.stem}.pickle").exists()]
+    which = f"call {calls[0]}" if calls else "a call"
+    return RuntimeError(
+        f"parallel_map: the process running {which} has used no CPU time for "
+        f"{STALL_SECONDS:g} s: it is blocked, not working (a lock or thread pool inherited from "
+        f"the process that forked it can do this), so it was stopped. Set {WORKERS}=1 to run "
+        f"the calls one after another in this process, and report this at the project's issues")
 
 
 def _read(file: Path, i: int) -> dict:

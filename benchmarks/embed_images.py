@@ -7,17 +7,22 @@ torch tensors, inference mode). Both run here, in one process, on one thread (as
 do), on the same images; each is timed as the best of --repeats runs after a warm-up, and the
 embeddings are compared by cosine. --profile adds where our time goes, by operator.
 
-    python benchmarks/embed_images.py [--n 512] [--alpha 0.35] [--repeats 3] [--profile]
+--threads 0 runs as a plain script does: torch on its default threads (one per core) and
+parallel_map left to choose, as before the fix of issue 52, when this setting hung in
+`embed_images` (a fork under a live thread pool). --timeout gives up on a call that hangs.
+
+    python benchmarks/embed_images.py [--n 512] [--alpha 0.35] [--repeats 3] [--threads 1]
+                                      [--timeout 300] [--profile]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import time
+from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
-os.environ.setdefault("ATTNLAB_WORKERS", "1")  # one process: parallel_map's gain is measured in
-#                                                benchmarks/parallel_trainings.py
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # --profile: no profiler_start/stop lines on stderr
 
 import numpy as np  # noqa: E402
@@ -86,11 +91,25 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=512, help="images to embed (default 512)")
     parser.add_argument("--alpha", type=float, default=0.35, choices=embeddings.ALPHAS)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (notebooks use 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (notebooks use 1); 0: torch's default, as a script")
+    parser.add_argument("--timeout", type=int, default=300,
+                        help="seconds after which the benchmark stops, saying it hung")
     parser.add_argument("--profile", action="store_true", help="also show where our time goes")
     args = parser.parse_args()
 
-    attnlab.seed_everything(0, threads=args.threads)
+    if args.threads:  # one process: parallel_map's gain is measured in parallel_trainings.py
+        os.environ.setdefault("ATTNLAB_WORKERS", "1")
+        attnlab.seed_everything(0, threads=args.threads)
+    def hung(*_):
+        print(f"no answer after {args.timeout} s: a hang", flush=True)
+        children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+        for pid in children.read_text().split() if children.exists() else []:
+            os.kill(int(pid), signal.SIGKILL)  # forked workers stuck in a hang
+        os._exit(3)
+
+    signal.signal(signal.SIGALRM, hung)  # a benchmark, not a lesson: POSIX alone is fine here
+    signal.alarm(args.timeout)
     (_, _), (x_test, _) = attnlab.load_fashion_mnist()
     images = x_test[:args.n]
     embeddings.mobilenet_v2(args.alpha)  # build the Keras model once, outside both timings

@@ -4,6 +4,7 @@ import os
 import random
 import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -71,6 +72,8 @@ def test_a_lambda_and_an_empty_list(mode):
     offset = 10
     assert parallel_map(lambda i: i + offset, range(5)) == [10, 11, 12, 13, 14]
     assert parallel_map(abs, []) == []
+    pids = set(parallel_map(lambda i: os.getpid(), range(4)))
+    assert (os.getpid() not in pids) == (mode == "children")  # really forked, or really not
 
 
 def fails_on_two(i):
@@ -108,6 +111,15 @@ def test_a_child_that_dies_is_named(monkeypatch):
 
 
 @needs_fork
+def test_a_worker_that_uses_no_cpu_is_stopped_and_named(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setenv(parallel.WORKERS, "2")
+    monkeypatch.setattr(parallel, "STALL_SECONDS", 1.5)
+    with pytest.raises(RuntimeError, match=r"running call 1 has used no CPU time for 1.5 s"):
+        parallel_map(lambda i: time.sleep(600 * i), [0, 1])  # call 1 blocks, as on a futex
+
+
+@needs_fork
 def test_an_unpicklable_result_is_explained(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setenv(parallel.WORKERS, "2")
@@ -123,6 +135,11 @@ def test_workers(monkeypatch):
     assert parallel.workers(2) == (2 if linux else 1)
     monkeypatch.delenv(parallel.WORKERS)
     assert parallel.workers(20) == (8 if linux else 1)
+    torch.set_num_threads(2)  # torch's pool may be live: a fork would inherit it, dead
+    try:
+        assert parallel.workers(20) == 1
+    finally:
+        torch.set_num_threads(1)
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv(parallel.WORKERS, bad)
         with pytest.raises(ValueError, match="ATTNLAB_WORKERS must be a whole number"):
