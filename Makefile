@@ -18,16 +18,19 @@ ifneq ($(wildcard ../shared/assets),)
 export ATTNLAB_ASSETS ?= $(abspath ../shared/assets)
 endif
 
-# Both editions of every notebook, on two workers (the CI machine has two cores): strict nbval
-# replays the full edition's stored outputs, and the student edition's (stored without outputs)
-# against the full edition's, its checks not attempted (tests/conftest.py).
-# --dist loadscope keeps each notebook, and each test module, on one worker, and
-# --no-loadscope-reorder hands them out in the order tests/conftest.py sorts them.
+# On two workers (the CI machine has two cores): strict nbval replays the full edition's stored
+# outputs, and the student edition's (stored without outputs) against the full edition's, its
+# checks not attempted (tests/conftest.py). --dist loadscope keeps each notebook, and each test
+# module, on one worker, and --no-loadscope-reorder hands them out in the order conftest sorts.
+# `make test` is what a change to a lesson can break: lint, unit tests, the full edition.
+# `make test-all` (CI) adds what needs a browser, a server, a build, another CPU or seed: the
+# tests marked browser or integration (the student edition's cells are marked integration).
 PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
-EDITIONS := notebooks/[0-9][0-9]_*.ipynb notebooks/student/[0-9][0-9]_*.ipynb
+FULL     := notebooks/[0-9][0-9]_*.ipynb
+EDITIONS := $(FULL) notebooks/student/[0-9][0-9]_*.ipynb
 
-.PHONY: setup dev run replicate test test-portable lint lab notebooks student release colab grade nbgrader sync fetch doctor vendor \
+.PHONY: setup dev run replicate test test-all test-portable lint lab notebooks student release colab grade nbgrader sync fetch doctor vendor \
 	slides html bench clean lock app space
 
 setup: $(STAMP)     ## .venv with the students' lock (requirements.txt) and attnlab
@@ -57,8 +60,13 @@ replicate: setup    ## the series run with ATTNLAB_SEED=1 and 2 (NB=03 for one):
 	$(MAKE) --no-print-directory run SEED=1 NB="$(NB)"
 	$(MAKE) --no-print-directory run SEED=2 NB="$(NB)"
 
-test: lint          ## ruff and import contracts, then unit tests + both editions of every notebook
-	$(PYTEST) $(NBVAL) $(EDITIONS) tests
+test: lint          ## ruff and import contracts, unit tests, the full edition of every notebook (about 4 min)
+	$(PYTEST) $(NBVAL) $(FULL) tests -m "not browser and not integration"
+
+test-all: test      ## CI: make test, then the student edition, browser, server and build tests, test-portable, replicate
+	$(PYTEST) $(NBVAL) $(EDITIONS) tests -m "browser or integration"
+	$(MAKE) --no-print-directory test-portable
+	$(MAKE) --no-print-directory replicate
 
 # Another CPU, as far as it can be made here: PyTorch's portable kernels, and every float32
 # output of a pre-trained network (the inputs of the trainings in 05 and 06) one ulp up. On a

@@ -105,6 +105,7 @@ class StudentEdition(Notebook):
             reference = full[item.cell.id]
             item.cell.outputs = [_not_attempted(o) for o in reference.outputs]
             item.cell.execution_count = reference.execution_count  # nbval: "a cell that ran"
+            item.add_marker(pytest.mark.integration)  # make test-all, with the browser tests
             yield item
 
 

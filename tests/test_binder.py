@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+pytestmark = pytest.mark.integration  # make test-all (CI), not make test
+
 BINDER = ROOT / "binder"
 
 

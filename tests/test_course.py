@@ -15,6 +15,8 @@ import pytest
 from attnlab.classroom import course, grade, series, student
 from attnlab.exercises import check_number, check_prediction, require
 
+pytestmark = pytest.mark.integration  # make test-all (CI), not make test
+
 BIN = Path(sys.executable).parent  # nbgrader runs alembic and the kernel from the venv
 FIRST = "01_attention_by_hand"
 

@@ -5,9 +5,12 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attnlab.classroom import grade
+
+pytestmark = pytest.mark.integration  # make test-all (CI), not make test
 
 RIGHT = ("import attnlab\nfrom attnlab.exercises import ex03\n"
          "ex03.attention_received(attnlab.probes.attention_received)")

@@ -13,7 +13,7 @@ from helpers import need
 
 from attnlab import parallel
 
-# Every name of DESIGN's public API, called once, after other torch and Keras work.
+# Every name of the public API (CONTRIBUTING.md), called once, after other torch and Keras work.
 EVERY_FUNCTION = """
 import numpy as np
 import torch
@@ -87,6 +87,7 @@ def run(code: str, timeout: float, **env) -> str:
     return done.stdout
 
 
+@pytest.mark.integration  # 15-25 s: make test-all
 def test_every_public_function_returns_from_a_plain_process():
     need("mobilenet_v2_0.35", "minilm/model.safetensors", "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     assert "every function returned" in run(EVERY_FUNCTION, timeout=300)

@@ -354,6 +354,7 @@ def series_decks(tmp_path_factory):
     return site.build("slides", stored, tmp_path_factory.mktemp("slides"), modules=modules)
 
 
+@pytest.mark.integration
 def test_every_stored_notebook_builds_offline(tmp_path, fake_modules, series_decks):
     stored = [p for p in notebook_paths() if p.exists()]
     pages = site.build("html", stored, tmp_path / "site", modules=fake_modules)

@@ -18,6 +18,8 @@ import attnlab
 from attnlab import web
 from attnlab.app import echo
 
+pytestmark = pytest.mark.integration  # make test-all (CI), not make test
+
 HOSTILE = {
     "empty": "",
     "100,000 characters": ("The plot was dull but the acting was brilliant. " * 2100)[:100_000],

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+pytestmark = pytest.mark.integration  # make test-all (CI), not make test
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
