@@ -94,9 +94,9 @@ release: setup      ## the student-only tree (no solutions, no outputs) for stud
 colab: setup        ## Colab-ready student notebooks into build/colab: make colab SOURCE=git+https://github.com/you/attnlab
 	$(BIN)/python -m attnlab.classroom.student --colab build/colab --source "$(SOURCE)" $(NB)
 
-grade: setup        ## grade submitted notebooks by their checks into grades.csv: make grade SUBMISSIONS=dir
+grade: setup        ## grade submitted notebooks by their checks into build/grades.csv (OUT=...): make grade SUBMISSIONS=dir
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir (student/NN_name.ipynb files)"; exit 2; }
-	$(BIN)/python -m attnlab.classroom.grade $(SUBMISSIONS) --out grades.csv
+	$(BIN)/python -m attnlab.classroom.grade $(SUBMISSIONS) --out $(or $(OUT),build/grades.csv)
 
 nbgrader: setup     ## the series as an nbgrader course (solutions, locked test cells, config): make nbgrader DIR=../course
 	@test -n "$(DIR)" || { echo "usage: make nbgrader DIR=folder (new, empty, or a previous export)"; exit 2; }

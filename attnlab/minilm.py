@@ -241,7 +241,7 @@ def _bert_tokenizer(vocab_file):
 
 def _read_config(file: Path) -> dict:
     try:
-        config = json.loads(Path(file).read_text())
+        config = json.loads(Path(file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ValueError(f"{file} is not a readable JSON model config: {e}") from None
     expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}

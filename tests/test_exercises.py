@@ -8,6 +8,8 @@ function that raises or never returns. The test_exNN.py files hold each exercise
 and typical mistakes."""
 import math
 import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -173,6 +175,26 @@ def test_a_time_limit_inside_another_leaves_the_outer_one_running():
 
     assert "did not finish within 0.2 s" in call_safely(judge, seconds=0.2, who="the judge")[1]
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # no alarm left behind
+
+
+def test_without_sigalrm_the_limit_stops_the_function_and_the_kernel_goes_on(monkeypatch, capsys):
+    """As on Windows (no SIGALRM): the call runs in a thread of its own, is stopped after its
+    time, and leaves no thread behind; answers, errors and torch's grad mode as with the alarm."""
+    monkeypatch.delattr(signal, "setitimer")
+    started = time.monotonic()
+    assert call_safely(loops_forever, seconds=0.2)[1] == (
+        "your function did not finish within 0.2 s (an endless loop?)")
+    assert time.monotonic() - started < 1.5
+    time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name == "attnlab-check"]  # stopped
+    assert call_safely(lambda x: x + 1, 2) == (3, None)
+    assert call_safely(lambda: 1 / 0)[1] == (
+        "your function raised ZeroDivisionError: division by zero")
+    with torch.no_grad():
+        assert call_safely(lambda: torch.is_grad_enabled()) == (False, None)
+    assert check_answer(7, loops_forever, name="x", reference=-1, hint="h", seconds=0.1) == -1
+    assert one_line(capsys) == ("✗", "✗ x: checking your answer did not finish within 0.1 s "
+                                     "(an endless loop?). Hint: h")
 
 
 # --- the three kinds ------------------------------------------------------------------------------

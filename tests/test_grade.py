@@ -1,6 +1,7 @@
 """`make grade`: submissions executed one by one, each in its own process, fresh kernel and
 temporary folder, graded by the lines their checks print; a hostile one costs only its row."""
 import csv
+import os
 import subprocess
 import sys
 
@@ -67,3 +68,58 @@ def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path, capsys):
     assert "is not a folder of submissions" in capsys.readouterr().err
     assert grade.main([str(tmp_path / "subs"), "--jobs", "0"]) == 1
     assert "jobs must be a whole number of at least 1, got 0" in capsys.readouterr().err
+
+
+# As on Windows: no `resource`, no process groups, no SIGALRM, in the grader and in the kernel it
+# starts (a sitecustomize on PYTHONPATH takes them away); and an ASCII locale without UTF-8 mode
+# (Windows' cp1252 fails the same way on ✓).
+WINDOWS_LIKE = """
+import os, signal, sys
+sys.modules["resource"] = None
+for name in ("killpg", "setsid", "getpgid"):
+    if hasattr(os, name):
+        delattr(os, name)
+for name in ("setitimer", "getitimer", "SIGALRM"):
+    if hasattr(signal, name):
+        delattr(signal, name)
+"""
+
+
+def ascii_windows_like(tmp_path) -> dict:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(WINDOWS_LIKE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    return {**env, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+            "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), env.get("PYTHONPATH", "")])}
+
+
+def test_grading_works_without_posix_pieces_and_under_an_ascii_locale(tmp_path):
+    env = ascii_windows_like(tmp_path)
+    _submit(tmp_path / "subs", "ada", RIGHT, "while True:\n    pass")
+    _submit(tmp_path / "subs", "bo", "ex03.attention_received(lambda w, r: None)")  # no import
+    loops = ("import attnlab\nfrom attnlab.exercises import ex03\n"
+             "def mine(weights, real):\n    while True:\n        pass\n"
+             "ex03.attention_received(mine)\nprint('the kernel goes on')")
+    _submit(tmp_path / "subs", "cy", loops)
+    done = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade", str(tmp_path / "subs"),
+                           "--out", str(tmp_path / "g.csv"), "--timeout", "10"], env=env,
+                          capture_output=True, encoding="utf-8", errors="replace", timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "note: the memory limit (6 GB) is not applied on this system" in done.stdout
+    with open(tmp_path / "g.csv", encoding="utf-8") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert rows["ada"]["mark"] == "✓" and rows["ada"]["status"].startswith("stopped")
+    assert rows["bo"]["status"] == "ok, 1 cell raised"
+    assert rows["cy"]["mark"] == "✗" and rows["cy"]["status"] == "ok"  # stopped without SIGALRM
+
+
+def test_release_and_nbgrader_export_write_utf8_under_an_ascii_locale(tmp_path):
+    env = ascii_windows_like(tmp_path)
+    for command in (["attnlab.classroom.student", "--release", str(tmp_path / "release")],
+                    ["attnlab.classroom.course", str(tmp_path / "course"), "01"]):
+        done = subprocess.run([sys.executable, "-m", *command], env=env, capture_output=True,
+                              encoding="utf-8", errors="replace", timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert "✓ right" in (tmp_path / "release" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "course" / "README.md").read_text(encoding="utf-8").strip()
+    assert (tmp_path / "course" / "nbgrader_config.py").read_text(encoding="utf-8").strip()

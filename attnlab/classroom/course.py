@@ -119,8 +119,9 @@ def write_course(out: Path, names: list[str] | None = None,
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
         written.append(path)
-    (out / "nbgrader_config.py").write_text(CONFIG.format(stub=STUB, timeout=CELL_TIMEOUT_S))
-    (out / "README.md").write_text(README.format(folder=out))
+    (out / "nbgrader_config.py").write_text(CONFIG.format(stub=STUB, timeout=CELL_TIMEOUT_S),
+                                            encoding="utf-8")
+    (out / "README.md").write_text(README.format(folder=out), encoding="utf-8")
     return written
 
 

@@ -13,7 +13,7 @@ limit fits into the machine's memory (`--jobs` sets it). The result is a CSV, on
 line (student, notebook, exercise, mark, prediction given) and one row per submission that could
 not run, in the order of the submissions, and a summary per student.
 
-    python -m attnlab.classroom.grade SUBMISSIONS [--out grades.csv] [--timeout 900]
+    python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]
 
 SUBMISSIONS holds `student/NN_name.ipynb` files (one folder per student) or `student.ipynb`.
@@ -24,7 +24,6 @@ import argparse
 import csv
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -89,25 +88,38 @@ def run_one(path: Path, timeout: int) -> dict:
     return {"status": status, "checks": check_lines(nb)}
 
 
-def _limit_memory(gigabytes: float):
-    def limit():
-        size = int(gigabytes * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))  # the kernel inherits it
-        os.setsid()  # its own process group, so a time-out stops the kernel too
-    return limit
+def limit_memory(gigabytes: float) -> str | None:
+    """Limit this process's memory (and the kernel's it starts, which inherits it) where the
+    platform allows; else a note that says it was not applied (Windows has no `resource`, and
+    macOS refuses RLIMIT_AS). Called in the child process that grades one submission."""
+    size = int(gigabytes * 2**30)
+    try:
+        import resource  # noqa: PLC0415 - POSIX only: Windows must still grade
+
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    except (ImportError, AttributeError, ValueError, OSError) as e:
+        return f"the memory limit ({gigabytes:g} GB) is not applied on this system ({e})"
+    return None
 
 
 def grade_one(path: Path, timeout: int, memory_gb: float) -> dict:
-    """`run_one` in a child process (its own process group, with the memory limit), stopped
-    with its kernel after `timeout` seconds in all plus a minute for starting."""
+    """`run_one` in a child process (in a process group of its own, with the memory limit
+    where the platform has one), stopped with its kernel after `timeout` seconds in all plus a
+    minute for starting. Text between the two processes is UTF-8 whatever the locale."""
     command = [sys.executable, "-m", f"{__package__}.grade", "--one", str(path),  # also when
-               "--timeout", str(timeout)]                                      # run as __main__
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=_limit_memory(memory_gb))
+               "--timeout", str(timeout), "--memory-gb", str(memory_gb)]       # run as __main__
+    group = ({"start_new_session": True} if os.name == "posix"
+             else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)})
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             encoding="utf-8", errors="replace",
+                             env={**os.environ, "PYTHONIOENCODING": "utf-8"}, **group)
     try:
         stdout, stderr = child.communicate(timeout=timeout + 60)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)  # the child and the kernel it started
+        if hasattr(os, "killpg"):
+            os.killpg(child.pid, signal.SIGKILL)  # the child and the kernel it started
+        else:
+            child.kill()  # Windows: the kernel ends with its parent's pipes
         child.communicate()
         return {"status": f"stopped: ran past {timeout + 60} s", "checks": []}
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
@@ -130,9 +142,14 @@ def submissions(folder: Path) -> list[tuple[str, Path]]:
 
 
 def default_jobs(memory_gb: float) -> int:
-    """How many submissions run at once: one per core, as many as their memory limit fits."""
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return max(1, min(os.cpu_count() or 1, int(memory // memory_gb)))
+    """How many submissions run at once: one per core, as many as their memory limit fits
+    (where the system says how much memory it has: not Windows)."""
+    cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (AttributeError, ValueError, OSError):
+        return cores
+    return max(1, min(cores, int(memory // memory_gb)))
 
 
 def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
@@ -153,6 +170,8 @@ def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
 
     with ThreadPoolExecutor(max_workers=jobs or default_jobs(memory_gb)) as pool:
         results = list(pool.map(run, [path for _, path in found]))
+    for note in dict.fromkeys(r["note"] for r in results if r.get("note")):
+        print(f"note: {note}", flush=True)
     rows = []
     for (student, path), result in zip(found, results):
         base = {"student": student, "notebook": path.name, "status": result["status"]}
@@ -185,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", nargs="?", type=Path, help="the folder of submissions")
-    parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="the CSV written")
+    parser.add_argument("--out", type=Path, default=Path("build") / "grades.csv",
+                        help="the CSV written (default build/grades.csv, which git ignores)")
     parser.add_argument("--timeout", type=int, default=900,
                         help="seconds a submission may run (default 900)")
     parser.add_argument("--memory-gb", type=float, default=6.0,
@@ -194,12 +214,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="submissions run at once (default: one per core, as memory allows)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # a console that cannot show ✓ shows ? instead
+        sys.stdout.reconfigure(errors="replace")
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.timeout)))
+        note = limit_memory(args.memory_gb)
+        print(json.dumps({**run_one(args.one, args.timeout), **({"note": note} if note else {})}))
         return 0
     if args.submissions is None:
         parser.error("give the folder of submissions: make grade SUBMISSIONS=dir")
     try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         rows = grade(args.submissions, args.out, args.timeout, args.memory_gb, args.jobs)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

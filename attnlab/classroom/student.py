@@ -213,7 +213,8 @@ def release(out: Path, folder: Path | None = None) -> list[Path]:
     for stem, nb in notebooks.items():
         nbformat.write(nb, out / f"{stem}.ipynb")
         written.append(out / f"{stem}.ipynb")
-    (out / "README.md").write_text(RELEASE_README.format(title="attnlab: the student edition"))
+    (out / "README.md").write_text(RELEASE_README.format(title="attnlab: the student edition"),
+                                   encoding="utf-8")
     return [*written, out / "README.md"]
 
 

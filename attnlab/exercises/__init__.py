@@ -36,6 +36,7 @@ CPU.
 from __future__ import annotations
 
 import ast
+import ctypes
 import importlib
 import inspect
 import math
@@ -228,36 +229,74 @@ def _sentence(text: str) -> str:
 def call_safely(fn: Callable, *args, seconds: float | None = None, who: str = "your function"):
     """Call a student's `fn(*args)` with a time limit; returns (value, problem or None).
 
-    `seconds` defaults to `TIME_LIMIT_S` as it is when called. The limit uses SIGALRM, so it
-    applies in the main thread (where notebook cells run); it interrupts a Python loop, and an
-    operation inside PyTorch as soon as it returns. Calls nest: an inner call ends by the outer
-    one's deadline at the latest, and gives the outer one back what was left of its time.
+    `seconds` defaults to `TIME_LIMIT_S` as it is when called. In the main thread of a system
+    with SIGALRM (Linux, macOS: where notebook cells run) the limit is an alarm; elsewhere
+    (Windows has no SIGALRM, or a call from another thread) the call runs in a thread of its own
+    and is stopped by an exception raised in that thread. Either way it interrupts a Python loop
+    at once, and an operation inside PyTorch as soon as it returns, and the kernel stays usable.
+    Calls nest: an inner call ends by the outer one's deadline at the latest.
     `who` names what ran in the problem ("your function raised ...").
     """
     if seconds is None:
         seconds = TIME_LIMIT_S
-    in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    if in_main:
-        def alarm(signum, frame):
-            raise _TimeLimit
-        outer_left = signal.getitimer(signal.ITIMER_REAL)[0]  # 0: no outer limit running
-        previous = signal.signal(signal.SIGALRM, alarm)
-        started = time.monotonic()
-        signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
+    alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     try:
-        return fn(*args), None
+        return (_with_alarm if alarm else _in_thread)(fn, args, seconds), None
     except _TimeLimit:
         return None, f"{who} did not finish within {seconds:g} s (an endless loop?)"
     except Exception as error:  # the student's code: any exception is feedback, not a crash
         text = str(error).splitlines()[0][:160] if str(error) else ""
         return None, f"{who} raised {type(error).__name__}" + (f": {text}" if text else "")
+
+
+def _with_alarm(fn: Callable, args: tuple, seconds: float):
+    """fn(*args), raising _TimeLimit after `seconds` (SIGALRM); an outer alarm goes on after."""
+    def alarm(signum, frame):
+        raise _TimeLimit
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]  # 0: no outer limit running
+    previous = signal.signal(signal.SIGALRM, alarm)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
+    try:
+        return fn(*args)
     finally:
-        if in_main:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-            if outer_left:  # the outer limit goes on (and fires at once if it has passed)
-                left = outer_left - (time.monotonic() - started)
-                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_left:  # the outer limit goes on (and fires at once if it has passed)
+            left = outer_left - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))
+
+
+def _in_thread(fn: Callable, args: tuple, seconds: float):
+    """fn(*args) in a thread of its own, raising _TimeLimit after `seconds`: where there is no
+    SIGALRM. The thread is then stopped by _TimeLimit raised inside it (CPython's
+    PyThreadState_SetAsyncExc, checked between two bytecodes), so a loop left running does not
+    keep taking the kernel's time. The caller's grad mode holds in the thread (it is
+    per-thread in torch)."""
+    done: dict = {}
+    grad = torch.is_grad_enabled()
+
+    def run():
+        try:
+            with torch.set_grad_enabled(grad):
+                done["value"] = fn(*args)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller below
+            done["error"] = error
+
+    thread = threading.Thread(target=run, name="attnlab-check", daemon=True)
+    thread.start()
+    try:
+        thread.join(seconds)
+    finally:
+        if thread.is_alive():  # past its time, or the caller was interrupted
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                       ctypes.py_object(_TimeLimit))
+            thread.join(1.0)
+    if "error" in done and not isinstance(done["error"], _TimeLimit):
+        raise done["error"]
+    if "value" not in done:
+        raise _TimeLimit
+    return done["value"]
 
 
 # --- the three kinds -----------------------------------------------------------------------------
