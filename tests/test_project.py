@@ -2,6 +2,7 @@
 tools out of the students' lock; every notebook found in notebooks/ is complete (numbered in
 order, paired and executed, with a student edition, a README row and an exercises module);
 `import attnlab` is light; the public API exists (CONTRIBUTING.md, "Public API")."""
+import importlib
 import inspect
 import json
 import re
@@ -167,26 +168,34 @@ def test_import_never_loads_keras_or_a_network_client():
     assert out.stdout.strip() == "[]", f"import attnlab pulled in {out.stdout.strip()}"
 
 
-# The public API: code outside this repository calls these names with these arguments.
+# The public API: code outside this repository calls these names with these arguments (the
+# leading ones; more may follow with defaults). CONTRIBUTING.md's "Public API" lists the same.
 PUBLIC_API = {
     "scaled_dot_product_attention": ["q", "k", "v", "mask"],
     "MultiHeadAttention": ["d_model", "n_heads"],
     "causal_mask": ["T"],
+    "rotary": ["x"],
+    "uniform_attention": [],
+    "sample_next": ["logits"],
+    "train.train_classifier": [],
     "EncoderBlock": ["d_model", "n_heads", "d_ff"],
     "TinyTransformer": ["vocab_size"],
     "load_minilm": ["path"],
     "load_fashion_mnist": [],
     "embed_images": ["images", "alpha"],
     "SentimentApp": [],
+    "llama.load_smollm2": [],
 }
 
 
 def test_public_api_keeps_its_names_and_arguments():
     changed = []
     for name, expected in PUBLIC_API.items():
-        obj = getattr(attnlab, name, None)
-        if obj is None or name not in attnlab.__all__:
-            changed.append(f"attnlab.{name} is gone from attnlab or its __all__")
+        module, _, attr = name.rpartition(".")
+        owner = importlib.import_module(f"attnlab.{module}") if module else attnlab
+        obj = getattr(owner, attr, None)
+        if obj is None or (not module and attr not in attnlab.__all__):
+            changed.append(f"attnlab.{name} is gone (or gone from attnlab.__all__)")
             continue
         params = list(inspect.signature(obj).parameters.values())
         if [p.name for p in params][:len(expected)] != expected:
@@ -196,6 +205,16 @@ def test_public_api_keeps_its_names_and_arguments():
         if not set(required) <= set(expected):
             changed.append(f"attnlab.{name} now requires {required}")
     assert not changed, "\n".join(changed)
+
+
+def test_contributing_lists_the_public_api_this_file_holds():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## Public API", 1)[1].split("\n## ", 1)[0]
+    called = set(re.findall(r"`([A-Za-z_][\w.]*)\(", section))
+    listed = {name for name in called if not name.startswith(("model", "tokenizer"))}  # returns
+    assert listed == set(PUBLIC_API), (
+        f"CONTRIBUTING.md lists {sorted(listed - set(PUBLIC_API))} that this test does not hold, "
+        f"and misses {sorted(set(PUBLIC_API) - listed)}")
 
 
 def test_multi_head_attention_has_the_documented_projections_and_forward():
