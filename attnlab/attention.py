@@ -17,7 +17,7 @@ from torch import nn
 
 from .attention_args import check_attention_args, check_attention_inputs, check_attention_sizes
 from .checks import check_int
-from .hooks import EVERY, HOOK_POINTS, HookPoint
+from .hooks import HOOK_POINTS, HookPoint
 from .rope import rotary
 
 
@@ -28,8 +28,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale: float | None = No
     `mask` broadcasts to (..., T_q, T_k), True (or 1) = may attend. `scale` defaults to
     1/sqrt(d_k). A query whose every key is masked reads nothing: its weights and output are 0.
     """
-    shared = [EVERY[p] if EVERY[p].hooked else None for p in ("scores", "weights")]
-    return _attention(q, k, v, check_attention_args(q, k, v, mask), scale, *shared)
+    return _attention(q, k, v, check_attention_args(q, k, v, mask), scale)
 
 
 def _attention(q, k, v, mask: torch.Tensor | None, scale: float | None,

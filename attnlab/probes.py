@@ -1,6 +1,6 @@
 """Probes: measurements of attention weights, and the ablation every heatmap must survive.
 
-A heatmap shows where weight goes, not whether the model needs it. `uniform_attention()`
+A heatmap shows where weight goes, not whether the model needs it. `uniform_attention(model)`
 answers that first: under it every query gives each key its mask allows the same weight, so a
 model that still predicts as well never needed its attention. The scores below then say where
 the weight goes, each against what a head without a preference would score (the uniform level,
@@ -16,7 +16,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
-from .hooks import EVERY, HookPoint
+from .hooks import HookPoint
 
 
 @contextmanager
@@ -67,54 +67,60 @@ def _heads(layers: list[MultiHeadAttention], heads: Sequence[int] | None) -> tup
     return heads
 
 
-def uniform_attention(*modules: nn.Module, heads: Sequence[int] | None = None):
+def uniform_attention(model: nn.Module, *more: nn.Module, heads: Sequence[int] | None = None):
     """Within the block, attention gives each query the uniform weight over the keys its mask
     allows (1/3 each if a query may read 3 keys); nothing else changes.
 
-    No arguments: every attention in attnlab (the hook point every layer shares, so also the
-    layers a training inside the block builds, and `scaled_dot_product_attention`). `modules`:
-    a model (every MultiHeadAttention in it) or attention layers; with `heads`, only those heads
-    of them (an ablation of one head). Every score of a chosen head is made 0 before the mask,
-    so masks keep their meaning.
+    `model`, and any `more`: models (every MultiHeadAttention in them) or attention layers; with
+    `heads`, only those heads of them (an ablation of one head). Every score of a chosen head is
+    made 0 before the mask, so masks keep their meaning.
     """
-    if not modules:
-        if heads is not None:
-            raise ValueError("heads needs the MultiHeadAttention layers they belong to")
-        return hooked((EVERY["scores"], torch.zeros_like))
-    layers = attention_layers(*modules)
+    layers = attention_layers(model, *more)
     chosen = _heads(layers, heads)
 
-    def equal(layer):  # scores (B, H, T, S) -> 0 for the chosen heads
+    def equal(scores):  # (B, H, T, S) -> 0 for the chosen heads (every head without `heads`)
         if heads is None:
-            return torch.zeros_like
-        return lambda scores: scores.index_fill(1, torch.tensor(chosen, dtype=torch.long,
-                                                                device=scores.device), 0.0)
+            return torch.zeros_like(scores)
+        return scores.index_fill(1, torch.tensor(chosen, dtype=torch.long,
+                                                 device=scores.device), 0.0)
 
-    return hooked(*((layer.hook_scores, equal(layer)) for layer in layers))
+    return hooked(*((layer.hook_scores, equal) for layer in layers))
 
 
-def hide_key(*modules: nn.Module, position: int, how: str = "mask"):
-    """Within the block, one key position is taken out of the given attention layers: the test
-    of what the weight a token receives does (an *attention sink*: notebooks 06, 07 and 10).
+def hide_key(*modules: nn.Module, position: int | None = None, keys: torch.Tensor | None = None,
+             how: str = "mask"):
+    """Within the block, one key position (or the keys marked in `keys`) is taken out of the
+    given attention layers: the test of what the weight a token receives does (an *attention
+    sink*: notebooks 06, 07 and 10).
 
-    how="mask": no query may attend to key `position` (as if it were padding), so the weight it
+    how="mask": no query may attend to the key (as if it were padding), so the weight it
     received is shared out over the other keys; a query with no other key reads nothing.
     how="value": the weights stay, but the key's value vector is zero, so what a head takes from
     it is nothing. A token that receives much weight yet carries little changes nothing under
     "value" and much under "mask". `position` counts from the start of the keys (negative: from
-    the end); the token stays a query either way.
+    the end), the same in every sequence; `keys` (B, S) bool marks the keys to hide per sequence
+    (True: hidden) instead. The token stays a query either way.
     """
     layers = attention_layers(*modules)
-    position = check_int("position", position)
+    if (position is None) == (keys is None):
+        raise TypeError("give position (one key, the same in every sequence) or keys ((B, S) "
+                        "bool, True = hidden), one of the two")
+    if keys is None:
+        position = check_int("position", position)
     check_choice("how", how, ("mask", "value"))
 
+    def hidden(B: int, S: int, device) -> torch.Tensor:  # (B, S) or (1, S) bool, True = hidden
+        if keys is not None:
+            return keys.to(device)
+        one = torch.zeros(1, S, dtype=torch.bool, device=device)
+        one[0, position % S] = True
+        return one
+
     def hide(mask):  # (..., T, S) bool
-        keys = torch.ones(mask.shape[-1], dtype=torch.bool, device=mask.device)  # (S,)
-        keys[position % mask.shape[-1]] = False
-        return mask & keys
+        return mask & ~hidden(1, mask.shape[-1], mask.device)[:, None, None, :]  # (B, 1, 1, S)
 
     def zero_value(v):  # (B, H_kv, S, D)
-        return v.index_fill(2, torch.tensor([position % v.shape[2]], device=v.device), 0.0)
+        return v.masked_fill(hidden(v.shape[0], v.shape[2], v.device)[:, None, :, None], 0.0)
 
     if how == "mask":
         return hooked(*((layer.hook_mask, hide) for layer in layers))

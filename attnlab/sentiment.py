@@ -13,7 +13,7 @@ from torch import nn
 from .checks import check_choice, check_int, check_tensor
 from .data import Reviews
 from .minilm import MiniLM
-from .probes import hooked
+from .probes import hide_key
 from .recipes import HEAD
 from .train import fit_classifier, seeded
 
@@ -139,14 +139,8 @@ def encode_without_key(encoder: MiniLM, sentences, position: int | None = None, 
     check_choice("how", how, ("mask", "value"))
     batch = encoder.tokenize(sentences)
     hide = _hidden_keys(batch, position, word_index)  # (N, T)   True = taken out as a key
-    if how == "mask":
-        hidden, _ = encoder(batch.ids, batch.keep & ~hide)  # (N, T, 384)   no query reads it
-    else:
-        def zero_value(v):  # (N, H, T, D): every head's values
-            return v.masked_fill(hide[:, None, :, None], 0.0)
-
-        with hooked(*((block.attn.hook_values, zero_value) for block in encoder.blocks)):
-            hidden, _ = encoder(batch.ids, batch.keep)  # (N, T, 384)
+    with hide_key(encoder, keys=hide, how=how):
+        hidden, _ = encoder(batch.ids, batch.keep)  # (N, T, 384)
     return encoder.pool(hidden, batch.keep)  # (N, 384)   pooled over the same real tokens
 
 

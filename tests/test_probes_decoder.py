@@ -44,6 +44,22 @@ def test_zeroing_a_value_keeps_the_weights_and_takes_nothing_from_the_key():
     assert all(torch.equal(a, b) for a, b in zip(after, before))  # the hook is gone
 
 
+def test_keys_hide_other_positions_in_each_sequence_both_ways():
+    attn, x = layer_and_input(2)
+    keys = torch.tensor([[0, 1, 0, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 0, 0]], dtype=torch.bool)
+    real = ~keys[:, None, None, :]  # (B, 1, 1, S)   what a padding mask of those keys says
+    with torch.no_grad():
+        expected = attn(x, causal_mask(5) & real)
+        with hide_key(attn, keys=keys):
+            got = attn(x, causal_mask(5))
+        q, k, v = attn.project(x)
+        zeroed = attn.attend(q, k, v.masked_fill(keys[:, None, :, None], 0.0), causal_mask(5))
+        with hide_key(attn, keys=keys, how="value"):
+            valued = attn(x, causal_mask(5))
+    assert all(torch.equal(g, e) for g, e in zip(got, expected))
+    assert all(torch.equal(g, e) for g, e in zip(valued, zeroed))
+
+
 def test_hide_key_is_undone_after_an_error_and_refuses_bad_arguments():
     attn, x = layer_and_input()
     with pytest.raises(RuntimeError), hide_key(attn, position=0):
@@ -56,6 +72,10 @@ def test_hide_key_is_undone_after_an_error_and_refuses_bad_arguments():
         pass
     with pytest.raises(TypeError, match="name the model"), hide_key(position=0):
         pass
+    for both_or_neither in ({}, {"position": 0, "keys": torch.ones(3, 5, dtype=torch.bool)}):
+        with pytest.raises(TypeError, match="give position .* or keys"):
+            with hide_key(attn, **both_or_neither):
+                pass
 
 
 def test_pointing_scores_against_an_even_spread():

@@ -175,7 +175,7 @@ PUBLIC_API = {
     "MultiHeadAttention": ["d_model", "n_heads"],
     "causal_mask": ["T"],
     "rotary": ["x"],
-    "uniform_attention": [],
+    "uniform_attention": ["model"],
     "sample_next": ["logits"],
     "train.train_classifier": [],
     "EncoderBlock": ["d_model", "n_heads", "d_ff"],
