@@ -231,32 +231,3 @@ def test_readme_opens_with_the_two_commands_and_the_makefile_has_every_target_it
     named = set(re.findall(r"`make ([a-z-]+)", readme + (ROOT / "CONTRIBUTING.md").read_text()))
     missing = [t for t in sorted(named) if not re.search(rf"^{t}:", makefile, re.M)]
     assert not missing, f"README.md or CONTRIBUTING.md name make targets that are not: {missing}"
-
-
-def test_attention_is_the_maths_in_at_most_150_lines():
-    """Issue 27: attention.py holds the maths with its docstrings; what it accepts
-    (`attention_args`), its hook points (`hooks`) and RoPE (`rope`) live beside it."""
-    lines = (ROOT / "attnlab" / "attention.py").read_text().count("\n")
-    assert lines <= 150, f"attnlab/attention.py has {lines} lines"
-
-
-def test_a_new_notebook_needs_no_file_but_its_own_and_the_readme_row():
-    """CONTRIBUTING's checklist for a new notebook holds: no tracked file outside notebooks/
-    and the README lists the notebooks by file name (names several, or the last one, as a list
-    that a new notebook would be added to does), so everything else finds them by their
-    pattern. Naming one early notebook as an example or the entry point (01) is not a list."""
-    names = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.split()
-    naming = {}
-    for path in tracked:
-        if path.startswith("notebooks/") or path == "README.md" or not (ROOT / path).is_file():
-            continue
-        try:
-            text = (ROOT / path).read_text()
-        except UnicodeDecodeError:
-            continue  # a binary file lists nothing
-        found = [n for n in names if n in text]
-        if len(found) > 1 or names[-1] in found:
-            naming[path] = found
-    assert not naming, f"these files name notebooks, so a new notebook would touch them: {naming}"
