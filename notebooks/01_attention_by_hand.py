@@ -455,16 +455,43 @@ top = heads[0].amax(-1)  # (H, T)   each query's largest weight, per head
 print(f"uniform weight 1/T = {fmt(1 / T, 3)}")
 for h in range(heads.shape[1]):
     print(f"head {h}: largest weight per query {vec(top[h], 2)}")
-print(f"largest of all: {fmt(top.max(), 3)} = {fmt(top.max() * T, 1)} × uniform")
+print(f"a query's largest weight: {fmt(top.mean() * T, 1)} × uniform on average, "
+      f"{fmt(top.max() * T, 1)} × at most")
 
 # %% tags=["remove-cell"]
 assert torch.allclose(heads.sum(-1), torch.ones(1, 4, T), atol=1e-6), "rows must sum to 1"
-assert top.max() * T < 3, "an untrained layer's weights should stay near uniform"
 
 # %% [markdown]
-# No query gives any key even three times the uniform share: random matrices make some keys
-# match a little better by chance, nothing more. Naming a head's "favourite word" here would
-# read meaning into noise. Notebook 03 trains such a layer and measures what its heads attend to.
+# Is that this draw's luck? The same layer, with 100 other random draws of its matrices and
+# embeddings:
+
+# %%
+def largest_weights(seed):
+    """(mean, max) over the queries of each one's largest weight, × uniform, for one draw."""
+    torch.manual_seed(seed)
+    layer = attnlab.MultiHeadAttention(d_model=16, n_heads=4, bias=False)
+    x = torch.nn.Embedding(len(vocab), 16)(ids)  # (1, T, 16)
+    with torch.no_grad():
+        top = layer(x)[1][0].amax(-1) * T  # (H, T)   each query's largest weight × T
+    return top.mean().item(), top.max().item()
+
+
+draws = torch.tensor([largest_weights(attnlab.seed_of(0) + s) for s in range(1, 101)])  # (100, 2)
+print(f"on average: {fmt(draws[:, 0].min(), 1)} to {fmt(draws[:, 0].max(), 1)} × uniform; "
+      f"at most: {fmt(draws[:, 1].min(), 1)} to {fmt(draws[:, 1].max(), 1)} ×")
+
+# %% tags=["remove-cell"]
+# Over 400 draws the average ratio ranged 1.2-1.9: 2.5 leaves a margin for draws nobody checked
+assert top.mean() * T < 2.5 and draws[:, 0].max() < 2.5, "untrained: near uniform on average"
+spread = draws.max(0).values - draws.min(0).values  # (2,)   the two ranges' widths
+assert spread[1] > spread[0], "the largest weight varies more than the average largest weight"
+
+# %% [markdown]
+# On average a query's largest weight stays close to the uniform share, in this draw and in all
+# 100 others; the single largest weight varies more from draw to draw (the second range).
+# Random matrices make some keys match a little better by chance, nothing more. Naming a head's
+# "favourite word" here would read meaning into noise. Notebook 03 trains such a layer and
+# measures what its heads attend to.
 #
 # "the" occurs twice. Do its two rows differ?
 
@@ -497,5 +524,5 @@ assert identical, "without positions, equal tokens must attend identically"
 #   vectors of length 1.
 # - Multi-head self-attention is split, attend, merge between the projections, about ten lines
 #   with your `split_heads` and `merge_heads`, equal to `attnlab.MultiHeadAttention`; untrained,
-#   its largest weight stayed below 3 × uniform, and equal tokens attend identically without
-#   positions.
+#   a query's largest weight stayed close to uniform on average, in 101 random draws, and equal
+#   tokens attend identically without positions.
