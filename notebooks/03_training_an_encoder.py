@@ -563,13 +563,49 @@ with torch.no_grad():  # the by-hand block with no edit is the model itself
     assert torch.allclose(edited_logits(model, x_test, lambda w: w), model(x_test), atol=1e-12)
 for name in hidden:
     assert abs(hidden[name] - zeroed[name]) < 0.15, name
-assert min(hidden["first word"], hidden["decisive word"]) < 0.9 and hidden["but"] > 0.97
+# over 30 seeds' models "but" hidden cost 0.00-0.26, and always 0.12 or more less than the
+# costlier sentiment word (it was "costs almost nothing" until seed 11 lost 0.06 and seed 13 0.26)
+assert min(hidden["first word"], hidden["decisive word"]) < 0.9
+assert hidden["but"] > min(hidden["first word"], hidden["decisive word"]) + 0.05
 
 # %% [markdown]
 # For each word the two interventions land close together (within 0.15 of each other). Taking
 # a sentiment word out of attention costs accuracy, though its own vector still reaches the
-# mean; "but" costs almost nothing: the model never needed it. In these reviews "but" always
-# stands between the two words, so their order alone decides, and the model learned the order.
+# mean; hiding "but" costs less than hiding the costlier of the two. In these reviews "but"
+# always stands between the two words, so their order alone could decide. How much a model
+# still reads "but" itself differs from model to model: here is "but" hidden in each of the
+# five models of the head table above.
+
+# %%
+def but_hidden(net, x, y):
+    """Test accuracy of `net` with "but", and with the costlier sentiment word, hidden as a key."""
+    is_sentiment = torch.isin(x, sentiment_ids)  # (N, T)   the two sentiment words
+    last = torch.where(is_sentiment, torch.arange(x.shape[1]), -1).amax(1)  # (N,)   decisive
+    where = {"but": (x == vocab.stoi["but"]).int().argmax(1), "first": is_sentiment.int().argmax(1),
+             "decisive": last}
+    accuracy = {}
+    for name, position in where.items():
+        attend = torch.ones_like(x, dtype=torch.bool)  # (N, T)
+        attend[torch.arange(len(x)), position] = False
+        accuracy[name] = (net.predict_proba(x, attend).argmax(-1) == y).double().mean().item()
+    return accuracy["but"], min(accuracy["first"], accuracy["decisive"])
+
+
+costs = {s: but_hidden(*run) for s, run in runs.items()}
+print(f"{'seed':<6}{'trained':>9}{'but hidden':>12}{'costlier word hidden':>22}")
+for s, (but_left, word_left) in costs.items():
+    print(f"{s:<6}{fmt(table[s]['trained'], 3):>9}{fmt(but_left, 3):>12}{fmt(word_left, 3):>22}")
+fewer = sum(but_left > word_left for but_left, word_left in costs.values())
+print(f'"but" hidden costs less than the costlier sentiment word in {fewer} of {len(costs)} models')
+
+# %% tags=["remove-cell"]
+assert costs[0] == (hidden["but"], min(hidden["first word"], hidden["decisive word"]))
+assert fewer >= 4, "in (nearly) every model 'but' matters less than the sentiment words"
+assert min(table[s]["trained"] - costs[s][0] for s in costs) < 0.02, "some: almost nothing"
+
+# %% [markdown]
+# The table shows how much each model lost with "but" hidden; in most it costs less than the
+# sentiment word whose hiding hurts most, and in some models it costs almost nothing.
 #
 # That the two roughly agree says something about these words: what they receive, they also
 # give. Notebook 06 meets a token where they disagree, [CLS], which receives much weight and
@@ -589,8 +625,8 @@ assert min(hidden["first word"], hidden["decisive word"]) < 0.9 and hidden["but"
 #   more than twice uniform. Over five seeds some head can always go at no cost, and which
 #   head matters most changes from seed to seed: name a head by what it does, never by its
 #   number.
-# - Hiding a word and zeroing its value roughly agree for these words; "but" can go at no
-#   cost, because the order of the two words already decides.
+# - Hiding a word and zeroing its value roughly agree for these words; hiding "but" costs less
+#   than hiding the costlier sentiment word, by an amount that varies from model to model.
 # - Notebook 04 asks what the position vectors contributed to all this.
 
 # %% [markdown]
