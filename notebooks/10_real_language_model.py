@@ -396,19 +396,24 @@ for name, (copy, prose) in rows.items():
     print(f"{name:30} {fmt(copy, 2):>12} {fmt(prose, 2):>10}")
 
 # %% tags=["remove-cell"]
+# Measured over 24 seeds: the top 4 cost the copy 5.6-7.2 nats and the paragraph 0.18 (0.56
+# in seed 11, whose 4th head differs); a random draw cost at least 3.2 less than the top 4,
+# except one in seed 13, which also cost the paragraph 2.9: a head every text needs.
 (c0, p0), (c4, p4), (c1, _), *randoms = rows.values()
-assert c4 > c0 + 2 and c4 > max(c for c, _ in randoms) + 1.5, "the induction heads, not any 4"
+assert c4 > c0 + 2 and abs(p4 - p0) < (c4 - c0) / 5, "the copy, a small fraction of it the prose"
+assert sorted(c for c, _ in randoms)[1] < c4 - 1.5, "the induction heads, not most other 4"
+assert all(c < c4 - 1.5 or p - p0 > 2 * abs(p4 - p0) for c, p in randoms), "else: every text"
 assert c1 > c0 + 2, "and the previous-token head"
-assert abs(p4 - p0) < 0.5, "the paragraph hardly notices"
 
 # %% [markdown]
-# Without its four strongest induction heads the model copies far worse; four other heads
-# drawn at random cost much less, in every draw. The strongest previous-token head alone costs
-# the copy a lot too: copying takes both halves of 09's circuit, the head that writes what came
-# before each token and the heads that look it up. The copying rests on a few heads. The
-# paragraph's loss hardly moves without the induction heads, since ordinary text rarely
-# repeats a long stretch. (A head can matter for copying and little else: one more reason to
-# measure before naming what a head is for.)
+# Without its four strongest induction heads the model copies far worse, while the paragraph's
+# loss moves by a small fraction of that: ordinary text rarely repeats a long stretch. Four
+# other heads drawn at random cost the copy much less in most draws. (With other seeds a draw
+# now and then hits a head the model needs for every text: then the paragraph suffers as much
+# as the copy.) The strongest previous-token head alone costs the copy a lot too: copying takes
+# both halves of 09's circuit, the head that writes what came before each token and the heads
+# that look it up. The copying rests on a few heads. (A head can matter for copying and little
+# else: one more reason to measure before naming what a head is for.)
 
 # %% [markdown]
 # ### Explore: how many heads must go?
@@ -482,8 +487,8 @@ assert hidden > plain
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
 #   on a repeated random sequence the second copy costs less than a third of the first.
 #   Making the top 4 uniform raises that loss sharply, and so does the strongest previous-token
-#   head alone; 4 other heads drawn at random cost much less, and an
-#   ordinary paragraph hardly notices either.
+#   head alone; 4 other heads drawn at random cost much less in most draws, and an ordinary
+#   paragraph's loss moves by a small fraction of the copy's.
 # - More than a third of the heads put over 0.3 of their weight on the first token (an
 #   attention sink); taking it away raises the loss.
 
