@@ -704,7 +704,7 @@ for model_name, model in (("sorter (300 steps)", masked), ("sorter (100 steps)",
 # %% tags=["remove-cell"]
 trained, short = beam_gain["sorter (300 steps)"], beam_gain["sorter (100 steps)"]
 assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
-assert short["changed"] > 20 and short["gain"] > 0.01 and short["right"][1] >= short["right"][0]
+assert short["changed"] > 20 and short["gain"] > 0.01  # 30 seeds: 36-116 changed, gain >= 0.02
 for lp in mean_logp.values():
     assert lp["the right answer"] <= lp["greedy"], "the model prefers its own answers"
 assert mean_logp["sorter (100 steps)"]["the right answer"] < mean_logp["sorter (100 steps)"]["greedy"]
@@ -716,8 +716,8 @@ assert mean_logp["sorter (100 steps)"]["the right answer"] < mean_logp["sorter (
 # its own answers at least as much probability as the right ones (the right answers' mean
 # log-probability is not above greedy's, and on the sorter trained for 100 steps it is lower). Beam search finds what the model believes; it cannot fix what the model
 # gets wrong. On the sorter trained for 100 steps, less sure of itself, beam search changes
-# dozens of the 500 answers and raises the mean log-probability (by more than 0.01), and the
-# digits right with it.
+# dozens of the 500 answers and raises the mean log-probability (by more than 0.01). What that
+# does to the digits right is the next question.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The same comparison for the sorters of seeds 1 and 2 (the 300-step ones of section 5, and two
@@ -743,15 +743,22 @@ for s in sorters:
               f"{fmt(b['right'][0], 4):>21} {fmt(b['right'][1], 4):>7}")
 
 # %% tags=["remove-cell"]
+# Measured over 30 seeds' sorters: at 300 steps at most 2 answers changed and |gain| <= 0.0023;
+# at 100 steps 36-116 changed, gain 0.02-0.08, and digits right -0.004 (seed 11) to +0.042
 for s in sorters:
     trained, early_s = seed_beams[s, 300], seed_beams[s, 100]
     assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
     assert early_s["changed"] > 20 and early_s["gain"] > 0.01
-    assert early_s["right"][1] >= early_s["right"][0]
+more_right = sum(seed_beams[s, 100]["right"][1] > seed_beams[s, 100]["right"][0] for s in sorters)
+assert more_right >= 2, "beam search's answers are right more often for most less-trained sorters"
+assert all(abs(b["right"][1] - b["right"][0]) < 0.06 for b in seed_beams.values()), "by a little"
 
 # %% [markdown]
 # Every seed tells the same story: beam search all but ignores the well-trained sorters and
-# raises the probability of the less-trained ones' answers, and their accuracy a little.
+# raises the probability of the less-trained ones' answers. Their digits right move by little,
+# upwards for most of these sorters. (With another seed, one less-trained sorter got a few
+# digits fewer right: beam search finds what the model finds more likely, and that is not
+# always what is right.)
 
 # %% [markdown]
 # ### Sampling: temperature, top-k, top-p
@@ -882,8 +889,8 @@ for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
 # paid for in accuracy.
 #
 # In short: beam search maximises the model's probability (on the trained sorters it writes
-# what greedy writes, all but a few answers; on less-trained ones it raises the log-probability
-# and the accuracy a little), and sampling trades accuracy for variety, less so when top-k or
+# what greedy writes, all but a few answers; on less-trained ones it raises the log-probability,
+# and the accuracy by little, mostly upwards), and sampling trades accuracy for variety, less so when top-k or
 # top-p cut the tail.
 
 # %% [markdown]
