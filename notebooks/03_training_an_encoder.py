@@ -951,11 +951,14 @@ spread_rows = spread_table(["scaled", "scale 1.0"])
 # %% tags=["remove-cell"]
 column = {name: np.array(list(zip(*spread_rows[name]))) for name in spread_rows}  # (4, 3) each
 ahead = column["scale 1.0"][0] - column["scaled"][0]  # (3,)   after 4 epochs, seed by seed
-assert ahead.mean() > 0.04 and (ahead > 0).sum() >= 2, "ahead on average and in most seeds"
+# 24 series seeds (72 runs of each kind): ahead on average by 0.036-0.196, in 2 or 3 of 3 seeds;
+# trained spread 1.86-43 times the scaled model's, the middle of each three at least 2.17
+assert ahead.mean() > 0.02 and (ahead > 0).sum() >= 2, "ahead on average and in most seeds"
 assert min(column["scaled"][1].min(), column["scale 1.0"][1].min()) > 0.7, "all above 0.7"
 assert np.allclose(column["scale 1.0"][2], 8 * column["scaled"][2]), "8 times wider at the start"
 assert column["scaled"][2].max() < 0.015, "about 0.01 at the start"
-assert (column["scale 1.0"][3] > 2 * column["scaled"][3]).all(), "twice as wide, every seed"
+wider = column["scale 1.0"][3] / column["scaled"][3]  # (3,)   trained spread, seed by seed
+assert (wider > 1.5).all() and np.sort(wider)[1] > 2, "wider in every seed, twice in most"
 
 # %% tags=["hide-input"]
 accuracy_curves({name: [r.history for r in group] for name, group in scale_runs.items()},
@@ -968,8 +971,8 @@ plt.show()
 # is above 0.7. Notebook 02's gradient shrank only for scores as spread as its random ones at
 # $d_k \geq 128$; without the scale these start 8 times wider than with it, whose spread is about
 # 0.01: the softmax is nowhere near saturation. What the missing division changes is how fast
-# the scores grow: after training they are more than twice as spread as the scaled model's, in
-# every seed.
+# the scores grow: after training they are more spread than the scaled model's in every seed,
+# and in most seeds more than twice as spread.
 
 # %% [markdown]
 # ### Free at inference, not in training
