@@ -576,7 +576,7 @@ assert hidden["but"] > min(hidden["first word"], hidden["decisive word"]) + 0.05
 # still reads "but" itself differs from model to model: here is "but" hidden in each of the
 # five models of the head table above.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def but_hidden(net, x, y):
     """Test accuracy of `net` with "but", and with the costlier sentiment word, hidden as a key."""
     is_sentiment = torch.isin(x, sentiment_ids)  # (N, T)   the two sentiment words
