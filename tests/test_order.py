@@ -12,9 +12,9 @@ def test_first_maker_finds_the_cell_that_binds_a_name_at_its_top_level():
              {"cell_type": "code", "source": "%matplotlib inline\ndef helper():\n    model = 1"},
              {"cell_type": "code", "source": "for step in range(3):\n    model, loss = 1, 2"},
              {"cell_type": "code", "source": "import numpy as np\nfrom torch import nn"}]
-    assert order.first_maker("model", cells) == (2, "Training", "for step in range(3):")
-    assert order.first_maker("np", cells)[0] == 3 and order.first_maker("nn", cells)[0] == 3
-    assert order.first_maker("helper", cells)[0] == 1
+    assert order.first_maker("model", cells) == (3, "Training", "for step in range(3):")
+    assert order.first_maker("np", cells)[0] == 4 and order.first_maker("nn", cells)[0] == 4
+    assert order.first_maker("helper", cells)[0] == 2  # as JupyterLab numbers cells
     assert order.first_maker("PAD", cells) is None  # a typo keeps Python's own traceback
 
 
@@ -34,7 +34,8 @@ def test_a_kernel_names_the_cell_to_run_first_and_the_cell_still_fails(tmp_path,
     (early,) = nb.cells[1].outputs
     assert early.output_type == "error" and early.ename == "NameError"
     shown = "\n".join(early.traceback)
-    assert "`model` is not defined yet" in shown and "code cell 3, under \"Training\"" in shown
+    assert "`model` is not defined yet" in shown
+    assert 'cell 4 of 5 (JupyterLab counts prose cells too), under "Training"' in shown
     assert "model = 'trained'" in shown and "Run All Above" in shown
     assert "Traceback" not in shown and len(early.traceback) == 1
     (typo,) = nb.cells[4].outputs

@@ -178,8 +178,8 @@ def untouched(answer) -> bool:
 
 
 def check_answer(answer, judge: Callable, *, name: str, reference, hint: str | tuple[str, str],
-                 success: str = "", todo: str = "not attempted yet; put your answer in the cell "
-                                                 "above and run it again.",
+                 success: str = "", todo: str | Verdict = "not attempted yet; put your answer in "
+                                                          "the cell above and run it again.",
                  seconds: float | None = None):
     """The flow of every check: ○ for an untouched answer, else `judge(answer)` decides.
 
@@ -187,13 +187,19 @@ def check_answer(answer, judge: Callable, *, name: str, reference, hint: str | t
     what is wrong; the line adds `hint`) or a `Verdict`. A judge that raises or takes longer
     than `seconds` (None: 5 × `TIME_LIMIT_S` as it is when called) gives ✗ too. `hint` is a
     string or a pair (nudge, method): the nudge at the first ✗ of this `name`, both after.
+    `todo` is the ○ line of an untouched answer, or a Verdict for one where the check can see
+    that work was done around the placeholder (a loop that ran and never set the answer).
     Returns the answer (or the Verdict's value) when right, else `reference`.
     """
-    if untouched(answer):
+    crash = None
+    if untouched(answer) and not isinstance(todo, Verdict):
         say(TODO, name, todo)
         return reference
-    limit = 5 * TIME_LIMIT_S if seconds is None else seconds
-    verdict, crash = call_safely(judge, answer, seconds=limit, who="checking your answer")
+    if untouched(answer):
+        verdict = todo
+    else:
+        limit = 5 * TIME_LIMIT_S if seconds is None else seconds
+        verdict, crash = call_safely(judge, answer, seconds=limit, who="checking your answer")
     if crash is not None:
         verdict = Verdict.wrong(crash)
     elif verdict is None:

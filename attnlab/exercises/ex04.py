@@ -134,11 +134,15 @@ def rescaled_reach(answer, unscaled):
             return None
         if value == unscaled:
             return Verdict.wrong(
-                "that is when the table as drawn reaches 0.9, as the ablation printed",
-                ("rescale the table after initial_model(...) and before fit_classifier(...), "
-                 "under torch.no_grad().",
-                 "multiply model.embed.pos.table by d ** -0.5 / LEARNED_POSITION_STD (its std "
-                 "becomes d^-1/2, the token vectors' std), then train and read the history."))
+                "that is the epoch at which the table as drawn reaches 0.9 (the ablation printed "
+                "it); the table rescaled by d ** -0.5 / LEARNED_POSITION_STD reaches 0.9 at "
+                "another epoch, so either the run used the table as drawn or another factor",
+                ("check the factor and where it is applied: after initial_model(...), before "
+                 "fit_classifier(...), model.embed.pos.table multiplied by "
+                 "d ** -0.5 / LEARNED_POSITION_STD; print model.embed.pos.table.std() before "
+                 "training: it should be close to d ** -0.5.",
+                 "the learned table is drawn with std LEARNED_POSITION_STD and the token vectors "
+                 "with std d^-1/2; the factor turns the first into the second."))
         if reference is not None and value == reference - 1:
             return Verdict.wrong(
                 "one too early: epochs count from 1, as history['epoch'] does",

@@ -2,14 +2,15 @@
 
 - `dequantize_q4_1` (implement): one Q4_1 block of the GGUF file (20 bytes) -> its 32 numbers,
   against `attnlab.gguf.dequantize`; interleaving the two halves of each byte, the high half
-  first, and forgetting the minimum m are named in the ✗ line;
+  first, swapping d and m, and forgetting the minimum m are named in the ✗ line;
 - `repeat_loss` (predict): the loss on the repeated copy of a random sequence, guessed before
   it is measured;
 - the induction score of notebook 09 is written again and checked by `ex09.induction_score`;
 - `heads_to_break_copy` (explore): how many of the top induction heads must be made uniform
   before the loss on the repeated copy reaches half the first copy's; the check calls the
   notebook's own `copy_loss_without(k)` for k and k - 1 (cached there, so a student who ran the
-  experiment pays nothing more) and never prints the number.
+  experiment pays nothing more) and never prints the number; a loop that ran (the cache holds
+  entries) and left `heads_needed` at `...` is told so (✗), not "not attempted".
 
 Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
 """
@@ -21,6 +22,7 @@ import torch
 from ..gguf import Q4_1, dequantize
 from ..report import fmt
 from . import (
+    Verdict,
     as_number,
     check_answer,
     check_function,
@@ -58,6 +60,8 @@ def _mistakes(block: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
         (d * torch.cat([high, low]) + m,
          "you took the high halves first; the low halves (byte & 15) are numbers 0-15"),
         (d * torch.cat([low, high]), "you left out the minimum m: x = d·q + m"),
+        (m * torch.cat([low, high]) + d,
+         "you swapped d and m: bytes 0-1 are the scale d, bytes 2-3 the minimum m (x = d·q + m)"),
     ]
 
 
@@ -129,10 +133,28 @@ def heads_to_break_copy(answer, copy_loss_without, first_copy: float):
             k += 1
         return k
 
-    return check_answer(
+    todo = "not attempted yet; put the number of heads in `heads_needed`."
+    calls = _calls(copy_loss_without)
+    if calls > _calls_after_check.get(id(copy_loss_without), 0):
+        todo = Verdict.wrong(
+            "heads_needed is still `...`, though your code called copy_loss_without: the loop "
+            "ended without setting heads_needed")
+    result = check_answer(
         answer, judge, name="heads_to_break_copy", reference=smallest(),
         success="that is the fewest heads whose loss breaks the copy",
         hint=("try k = 1, 2, 3, ... with copy_loss_without(k) and stop at the first k whose "
               "loss reaches first_copy / 2.",
               "k = 1; while copy_loss_without(k) < first_copy / 2: k += 1"),
-        todo="not attempted yet; put the number of heads in `heads_needed`.")
+        todo=todo)
+    _calls_after_check[id(copy_loss_without)] = _calls(copy_loss_without)
+    return result
+
+
+_calls_after_check: dict[int, int] = {}  # id(copy_loss_without) -> its calls when a check ended
+
+
+def _calls(copy_loss_without) -> int:
+    """How often a functools.cache'd function (the notebook's copy_loss_without) was called,
+    cache hits included; 0 for a plain function, whose calls cannot be seen."""
+    info = getattr(copy_loss_without, "cache_info", None)
+    return info().hits + info().misses if info else 0

@@ -48,11 +48,11 @@ def _bound_at_top(tree: ast.Module) -> set[str]:
 
 
 def first_maker(name: str, cells: list[dict]) -> tuple[int, str, str] | None:
-    """(code cell number from 1, the section heading above it, its first line) of the first
-    code cell in `cells` (a notebook's cells, as in its JSON) whose top level makes `name`;
-    None if no cell does."""
-    heading, number = "", 0
-    for cell in cells:
+    """(cell number from 1, counting every cell as JupyterLab's "Cell 13/51" does, the section
+    heading above it, its first line) of the first code cell in `cells` (a notebook's cells, as
+    in its JSON) whose top level makes `name`; None if no cell does."""
+    heading = ""
+    for number, cell in enumerate(cells, 1):
         source = "".join(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":
             found = re.search(r"^#{1,3} +(.+)$", source, re.MULTILINE)
@@ -60,7 +60,6 @@ def first_maker(name: str, cells: list[dict]) -> tuple[int, str, str] | None:
             continue
         if cell.get("cell_type") != "code":
             continue
-        number += 1
         code = "\n".join(line for line in source.split("\n")
                          if not line.lstrip().startswith(("%", "!")))  # IPython magics
         try:
@@ -97,7 +96,8 @@ def explain(error: NameError, namespace: dict) -> str | None:
     where = f'under "{heading}", ' if heading else ""
     return (f"`{found['name']}` is not defined yet: the cell that makes it has not run in this "
             f"kernel (after a restart, or a notebook opened halfway).\n"
-            f"It is made by code cell {number}, {where}the one that starts `{first[:70]}`.\n"
+            f"It is made by cell {number} of {len(cells)} (JupyterLab counts prose cells too), "
+            f"{where}the one that starts `{first[:70]}`.\n"
             f"Run the cells above this one first: Run > Run All Above Selected Cell.")
 
 
