@@ -17,7 +17,7 @@
 # %% [markdown]
 # ## What you will learn
 #
-# - how the spread of $q \cdot k$ grows with $d_k$, and why it grows like $\sqrt{d_k}$;
+# - how the spread of $q \cdot k$ grows with $d_k$, and why;
 # - what that spread does to the softmax, how far towards *one-hot* (all the weight on one key)
 #   it goes without the division;
 # - how much gradient reaches the query, with and without the division.
@@ -47,11 +47,11 @@ d_ks = np.array(scaling.DEFAULT_D_KS)
 # variance 1), the setting of the paper's argument. $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds
 # up $d_k$ such products.
 #
-# **Predict first:** at $d_k = 4$ the standard deviation of $q \cdot k$ is about 2. What is it
-# at $d_k = 256$?
+# **Predict first:** at $d_k = 1$, $q \cdot k$ is one product of two such numbers, with standard
+# deviation 1. What is the standard deviation of $q \cdot k$ at $d_k = 256$?
 
 # %% [markdown] slideshow={"slide_type": "notes"}
-# Ask the class: std(q·k) is about 2 at d_k = 4. What is it at d_k = 256? (64? 128? 16?)
+# Ask the class: std(q·k) is 1 at d_k = 1. What is it at d_k = 256? (256? 64? 16?)
 
 # %%
 guess = ...  # your prediction: std(q·k) at d_k = 256, one number

@@ -10,8 +10,8 @@
 # # 03 · Training an encoder, and reading its attention
 #
 # Notebooks 01 and 02 built attention; here a small Transformer encoder learns with it. We train
-# it on synthetic movie reviews whose label depends on **which word reads which**, and we know
-# the word that decides. That makes it possible to do what real data never allows: first test
+# it on synthetic movie reviews whose label depends on **word order**, the sentiment word after
+# "but", and we know the word that decides. That makes it possible to do what real data never allows: first test
 # whether the model needs its attention at all, then score its attention against the truth,
 # then test what its predictions depend on.
 
@@ -975,7 +975,7 @@ plt.show()
 # and in most seeds more than twice as spread.
 
 # %% [markdown]
-# ### Free at inference, not in training
+# ### Folding the scale into W_Q
 #
 # In a trained model the division can be stored in $W_Q$ once:
 # $(XW_Q / \sqrt{d_k})(XW_K)^\top = (XW_Q)(XW_K)^\top / \sqrt{d_k}$, so at inference the scale

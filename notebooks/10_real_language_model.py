@@ -119,11 +119,12 @@ print("the first 8 of W_Q's first row:",
 # ## 2 · The model: the blocks of this series
 #
 # `llama.load_smollm2()` reads every size from the header and builds 30 `LlamaBlock`s. Each is
-# the pre-norm block of notebook 07 with three changes: **RMSNorm** (divide by the root mean
-# square; no mean subtracted, no bias), a **SwiGLU** feed-forward layer
-# ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$), and no biases. Its
-# attention is notebook 01's `MultiHeadAttention`, with rotary positions (04) and 3 key/value
-# heads for 9 query heads (08).
+# a pre-norm block, the variant notebook 03 named (each part reads a normalised copy of x and
+# adds its output to an untouched residual path; the blocks of 03 and 07 are post-norm), with
+# three changes: **RMSNorm** (divide by the root mean square; no mean subtracted, no bias), a
+# **SwiGLU** feed-forward layer ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$),
+# and no biases. Its attention is notebook 01's `MultiHeadAttention`, with rotary positions (04)
+# and 3 key/value heads for 9 query heads (08).
 
 # %%
 start = time.perf_counter()
@@ -480,8 +481,8 @@ assert hidden > plain
 #
 # - A 4-bit weight file is blocks of 32 numbers, each block a scale and a minimum and 4 bits a
 #   number: 5 bits a weight instead of 32. Decoded, they load into the attention of notebook 01.
-# - The Llama block is this series' pre-norm block with RMSNorm, a gated feed-forward layer and
-#   no biases; rotary positions and grouped-query heads are notebooks 04 and 08's.
+# - The Llama block is a pre-norm block with RMSNorm, a gated feed-forward layer and no
+#   biases; rotary positions and grouped-query heads are notebooks 04 and 08's.
 # - The KV cache of 08 holds what its formula says, and a step with it runs one token instead
 #   of the whole context.
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
