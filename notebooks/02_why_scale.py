@@ -20,18 +20,26 @@
 # - how the spread of $q \cdot k$ grows with $d_k$, and why;
 # - what that spread does to the softmax, how far towards *one-hot* (all the weight on one key)
 #   it goes without the division;
-# - how much gradient reaches the query, with and without the division.
+# - how much gradient reaches the query, with and without the division;
+# - to write multi-head attention as a PyTorch module of your own, with masks, checked against
+#   attnlab's with the same weights.
 #
 # Assumes: notebook 01 (the attention formula, multi-head attention), mean, variance and
-# standard deviation, and that a model learns by following the gradient of a loss.
+# standard deviation, that a model learns by following the gradient of a loss, and PyTorch's
+# `nn.Module` and `nn.Linear` (a layer is a class whose `forward` says what it computes).
 
 # %% slideshow={"slide_type": "skip"}
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
+from torch import nn
 
 import attnlab
 from attnlab import scaling
+from attnlab.attention import causal_mask
 from attnlab.exercises import ex02
 from attnlab.plots import against_d_k
 from attnlab.report import fmt
@@ -215,6 +223,79 @@ plt.show()
 # what the scale changes while the model trains.
 
 # %% [markdown]
+# ## 4 · Your own multi-head attention module
+#
+# Notebook 01's ten-line function took its four matrices as arguments. A model keeps them
+# inside an `nn.Module`, as `nn.Linear` layers that training updates; `attnlab.MultiHeadAttention`
+# is one, and every model of this series is built from it. Now write your own.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Implement** `MyMultiHeadAttention(d_model, n_heads)`: four `nn.Linear(d_model, d_model)`
+# layers named `q`, `k`, `v` and `out`, and `forward(x, mask=None)` returning the output
+# (B, T, d_model) and the weights (B, H, T, T). Each head compares vectors of
+# $d_{head} = d_{model} / H$ numbers, so the scale this notebook measured is $1/\sqrt{d_{head}}$.
+# A mask broadcasts to (B, H, T, T), True where a query may attend: fill the other scores with
+# $-\infty$ before the softmax. The check builds your class with $d_{model} = 16$ and 4 heads,
+# loads attnlab's weights into it, and compares the two without a mask, with padding and with
+# a causal mask.
+
+# %% slideshow={"slide_type": "subslide"}
+class MyMultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        # the four layers: self.q, self.k, self.v and self.out
+        ### BEGIN SOLUTION
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        ### END SOLUTION
+
+    def forward(self, x, mask=None):
+        """x (B, T, d_model), mask (broadcasts to (B, H, T, T)) or None -> output, weights."""
+        B, T, d_model = x.shape
+        ### BEGIN SOLUTION
+        H, D = self.n_heads, self.d_head
+        q, k, v = (layer(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)   project, split
+                   for layer in (self.q, self.k, self.v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(-1)  # (B, H, T, T)   each row sums to 1
+        heads = weights @ v  # (B, H, T, D)
+        return self.out(heads.transpose(1, 2).reshape(B, T, d_model)), weights  # merge, mix
+        ### END SOLUTION
+
+
+MultiHead = ex02.multi_head_module(MyMultiHeadAttention)  # yours if right, attnlab's otherwise
+
+# %% [markdown]
+# Your module with a causal mask, the mask of every decoder (notebook 07): a query may read
+# itself and the tokens before it. The weights of the first head, on six random tokens:
+
+# %%
+torch.manual_seed(attnlab.seed_of(0))
+layer = MultiHead(d_model=32, n_heads=4)
+with torch.no_grad():
+    _, weights = layer(torch.randn(1, 6, 32), causal_mask(6))  # (1, 4, 6, 6)
+for t, row in enumerate(weights[0, 0]):
+    print(f"query {t}: " + " ".join(fmt(w, 2) for w in row.tolist()))
+future = weights.triu(1).abs().max().item()  # the largest weight on a later token
+print(f"largest weight on a later token, any head: {fmt(future, 3)}; "
+      f"rows sum to 1: {torch.allclose(weights.sum(-1), torch.ones(1, 4, 6))}")
+
+# %% tags=["remove-cell"]
+assert future == 0.0 and torch.allclose(weights.sum(-1), torch.ones(1, 4, 6))
+assert torch.allclose(weights[0, :, 0, 0], torch.ones(4)), "the first query reads only itself"
+
+# %% [markdown]
+# Every weight above the diagonal is exactly 0: $e^{-\infty} = 0$, so no query reads a later
+# token, and the first query, which has only itself, gives itself all of its weight. The
+# library's `MultiHeadAttention` does the same, with grouped-query heads and rotary positions
+# added (notebooks 04 and 08).
+
+# %% [markdown]
 # ## What we learned
 #
 # - The spread of $q \cdot k$ grows like $\sqrt{d_k}$: about 16 at $d_k = 256$, a log-log slope
@@ -224,3 +305,5 @@ plt.show()
 #   $d_k = 1024$ the query gets hundreds of times less gradient without the scale than with it.
 # - All of this holds for queries and keys with entries of variance 1. A trained model's are
 #   learned: notebook 03 measures its own (in *Going further*).
+# - A multi-head attention module is four `nn.Linear` layers around that formula, each head
+#   scaled by $1/\sqrt{d_{head}}$; yours, with attnlab's weights, computes what attnlab's does.

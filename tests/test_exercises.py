@@ -67,6 +67,38 @@ def implement_answers(reference):
     ]
 
 
+def module_answers():
+    """(answer, mark, words): what a hostile student may pass where a module's class belongs
+    (ex02.multi_head_module builds `answer(16, 4)`, then calls it on tensors)."""
+    def with_forward(answer):
+        class Hostile(torch.nn.Module):
+            def __init__(self, d_model, n_heads):
+                super().__init__()
+                self.q, self.k, self.v, self.out = (torch.nn.Linear(d_model, d_model)
+                                                    for _ in range(4))
+
+            def forward(self, x, mask=None):
+                return answer(x)
+        return Hostile
+    return [
+        (None, "○", "not attempted"),
+        (..., "○", "not attempted"),
+        (placeholder, "○", "returns None"),
+        (forgot_return, "✗", "your function runs but returns None. Hint: a function hands back"),
+        ("my_function", "✗", "expected a class, got the string 'my_function'"),
+        (42, "✗", "expected a class, got an int"),
+        (raises, "✗", "building your module raised ZeroDivisionError: oops"),
+        (loops_forever, "✗", "building your module did not finish within 0.3 s"),
+        (with_forward(raises), "✗", "your forward raised ZeroDivisionError: oops"),
+        (with_forward(loops_forever), "✗", "your forward did not finish within 0.3 s"),
+        (with_forward(lambda x: "attention"), "✗", "got the string 'attention'"),
+        (with_forward(lambda x: (x.numpy(), x)), "✗", "NumPy array"),
+        (with_forward(lambda x: (x * math.nan, x)), "✗", ""),
+    ]
+
+
+MODULE_CHECKS = {"ex02.multi_head_module"}  # implement checks whose answer is a module's class
+
 VALUE_ANSWERS = [  # (answer, mark, words) where a number, a list or a pair belongs
     (None, "○", ""),
     (..., "○", ""),
@@ -102,7 +134,9 @@ def test_every_check_turns_hostile_answers_into_one_line(capsys, name):
             assert expect(capsys, check, [answer], "○", words, *args) == [None], answer
         return
     assert reference is not None
-    if check.exercise.kind == "implement":
+    if name in MODULE_CHECKS:
+        answers = module_answers()
+    elif check.exercise.kind == "implement":
         assert callable(reference)
         answers = implement_answers(reference)
     else:
