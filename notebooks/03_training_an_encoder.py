@@ -239,10 +239,30 @@ assert trained.history["test_acc"] == test_acc
 #
 # A heatmap shows where the weights go. It cannot show whether the model uses them: a model can
 # spread its weights in a striking pattern and decide everything elsewhere. So before reading
-# any weights, we take them away. Under `attnlab.uniform_attention(model)` every query gives every
-# real token the same weight (1/T for a review of T tokens), and nothing else changes: the
-# embeddings, the feed-forward layer, the pooling and the head are the trained ones.
+# any weights, we take them away: every query gives every real token the same weight (1/T for a
+# review of T tokens), and nothing else changes: the embeddings, the feed-forward layer, the
+# pooling and the head are the trained ones.
 #
+# ### Uniform attention, written by you
+#
+# Each attention layer has **hook points**, places where a function can change a tensor on its
+# way through; `probes.hooked((point, fn))` puts `fn` there for the cells inside its `with`.
+# At `model.blocks[0].attn.hook_scores` flow the scores (B, H, T, T), after the scale and before
+# the padding mask. **Implement** `make_uniform(scores)`: the scores that make every query give
+# every key its mask allows the same weight.
+
+# %%
+def make_uniform(scores):
+    """scores (B, H, T, T), before the mask -> the scores that flow on."""
+    ...  # your code here
+    ### BEGIN SOLUTION
+    return torch.zeros_like(scores)  # (B, H, T, T)   equal scores: an equal softmax
+    ### END SOLUTION
+
+
+make_uniform = ex03.uniform_scores(make_uniform, model)
+
+# %% [markdown]
 # **Predict first.** What test accuracy does the trained model keep with uniform attention?
 
 # %% [markdown] slideshow={"slide_type": "notes"}
@@ -257,7 +277,7 @@ guess = 0.5
 
 # %%
 accuracy = evaluate(model, x_test, y_test)[1]
-with attnlab.uniform_attention(model):
+with probes.hooked((model.blocks[0].attn.hook_scores, make_uniform)):  # your uniform attention
     uniform_accuracy = evaluate(model, x_test, y_test)[1]
 print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
       "attention")
@@ -265,11 +285,14 @@ ex03.uniform_accuracy(guess, uniform_accuracy)
 
 # %% tags=["remove-cell"]
 assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
+with attnlab.uniform_attention(model):  # the library's: the same edit, on every layer named
+    assert evaluate(model, x_test, y_test)[1] == uniform_accuracy
 
 # %% [markdown]
 # Uniform weights cost this model much of its accuracy: much of what it gets right, it gets
 # right through its attention, so its weights are worth reading. How much it loses varies from
-# run to run (five models follow).
+# run to run (five models follow). From here on, `attnlab.uniform_attention(model)` does what
+# your function did, on every attention layer of a model (or on chosen heads).
 #
 # That is a fact about this model, not about the task. Under uniform attention each
 # token still carries its own position vector through the residual path and the feed-forward

@@ -367,3 +367,23 @@ def test_folded_spread(capsys):
 def test_folded_spread_follows_the_measurement(capsys):
     spreads = {"scaled": [1.0, 1.2], "scale 1.0": [4.0, 5.0], "folded": [1.1, 1.5]}
     expect(capsys, ex03.folded_spread, ["scaled"], "✎", "end up like the scaled model's", spreads)
+
+
+def test_uniform_scores(capsys):
+    """Uniform attention at the hook point: any one number for every score is right (the softmax
+    of equal scores is uniform, and the mask comes after); the typical misses are named."""
+    (model,) = ex03._example_model()
+    for right in (torch.zeros_like, torch.ones_like, lambda s: s * 0 - 3.0):
+        (got,) = expect(capsys, ex03.uniform_scores, [right], "✓", "weighs the keys it may read "
+                        "equally", model)
+        assert got is right
+    for answer, words in [
+        (lambda s: s, "the weights are the model's own"),
+        (lambda s: s * 1.0, "the weights are the model's own"),
+        (lambda s: torch.full_like(s, float("-inf")), "the weights hold NaN"),
+        (lambda s: s / 2, "not equal over the keys each query may read"),
+        (lambda s: torch.zeros(s.shape[-1]), "keep theirs"),
+        (lambda s: torch.zeros_like(s, dtype=torch.float32), "dtype torch.float32"),
+    ]:
+        (got,) = expect(capsys, ex03.uniform_scores, [answer], "✗", words, model)
+        assert got is ex03._uniform_scores, words

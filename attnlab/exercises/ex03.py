@@ -1,8 +1,10 @@
-"""Notebook 03's exercises: the encoder block written out (implement), the accuracy left under
-uniform attention (predict), attention received (implement), zeroing a word's column after the
-softmax (implement), and the accuracy that leaves (predict). Their ✗ lines name the typical
-mistakes: for `encode`, a padding mask missing, on the query side or the wrong way round, a
-residual missing, pre-norm, and an embedding without positions; for `attention_received`,
+"""Notebook 03's exercises: the encoder block written out (implement), uniform attention at the
+scores' hook point (implement), the accuracy left under uniform attention (predict), attention
+received (implement), zeroing a word's column after the softmax (implement), and the accuracy
+that leaves (predict). Their ✗ lines name the typical mistakes: for `encode`, a padding mask
+missing, on the query side or the wrong way round, a residual missing, pre-norm, and an
+embedding without positions; for `uniform_scores`, scores that change nothing the softmax sees
+and scores that make NaN; for `attention_received`,
 padding queries counted, rows for columns, a sum, a division by T, and a mask on the keys; for
 `zero_column`, renormalised rows, the word's row, all of pos in every review, and no change.
 
@@ -28,16 +30,19 @@ from ..attention import MultiHeadAttention
 from ..data import Vocab, make_contrast_reviews
 from ..models import TinyTransformer
 from ..probes import attention_received as _attention_received
+from ..probes import hooked, uniform_attention
 from ..report import fmt
 from ..scaling import score_spread as reference_spread
 from . import (
     Verdict,
     _kind,
     as_number,
+    call_safely,
     check_answer,
     check_function,
     check_prediction,
     exercise,
+    none_returned,
     prediction,
     result_problem,
     tensor_problem,
@@ -121,6 +126,79 @@ def encode(fn, model: TinyTransformer):
                   "the mask is `x != vocab.PAD` with two new axes in the middle, so that it marks "
                   "the keys (the last axis of the weights). Then model.embed(x), block.attn(h, "
                   "mask), and for each part: add its output to its input, then the LayerNorm."))
+
+
+def _uniform_scores(scores: torch.Tensor) -> torch.Tensor:
+    """Equal scores before the mask: the softmax then gives every allowed key the same weight."""
+    return torch.zeros_like(scores)  # (B, H, T, S)
+
+
+def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor):
+    """What is wrong with `fn` at the model's hook_scores on the reviews x (B, T), or None;
+    a Verdict for a function that returns None."""
+    attn, seen = model.blocks[0].attn, []
+    with torch.no_grad():
+        with hooked((attn.hook_scores, lambda s: seen.append(s) or s)):
+            _, (normal,) = model.encode(x)  # (B, H, T, T)
+        scores = seen[0]  # (B, H, T, T)   scaled, before the mask
+        got, problem = call_safely(fn, scores.clone())
+        if problem:
+            return problem
+        if got is None:
+            return none_returned(fn)
+        if not isinstance(got, torch.Tensor):
+            return f"your function should return a tensor (the new scores), got {_kind(got)}"
+        if got.shape != scores.shape:
+            return (f"your scores have shape {tuple(got.shape)}; the scores that flow on must "
+                    f"keep theirs, {tuple(scores.shape)} (B, H, T, T)")
+        if got.dtype != scores.dtype:
+            return f"your scores have dtype {got.dtype}, expected {scores.dtype} (the model's)"
+        weights, problem = call_safely(
+            lambda: _weights_with(model, (attn.hook_scores, fn), x), seconds=None)
+        if problem:
+            return problem
+        with uniform_attention(model):
+            _, (expected,) = model.encode(x)  # (B, H, T, T)
+    if torch.allclose(weights, expected, atol=1e-9):
+        return None
+    if torch.isnan(weights).any():
+        return "the weights hold NaN: the softmax needs finite scores"
+    if torch.allclose(weights, normal, atol=1e-9):
+        return "the weights are the model's own: your scores change nothing the softmax sees"
+    return ("the weights are not equal over the keys each query may read: each query's scores "
+            "must all be the same number")
+
+
+def _weights_with(model: TinyTransformer, edit, x: torch.Tensor) -> torch.Tensor:
+    with hooked(edit):
+        return model.encode(x)[1][0]  # (B, H, T, T)
+
+
+@exercise("implement", args=_example_model)
+def uniform_scores(fn, model: TinyTransformer):
+    """Implement: `fn(scores)` at the attention's hook_scores (after the scale, before the mask)
+    returns scores that make every query weigh the keys its mask allows equally; checked by
+    running the model with it on padded reviews against `attnlab.uniform_attention(model)`."""
+    cases = [x for (x,) in _ids()]
+
+    def judge(fn):
+        if not callable(fn):
+            return f"expected a function, got {_kind(fn)}"
+        for x in cases:
+            problem = _uniform_problem(fn, model, x)
+            if problem is not None:
+                return problem
+        return None
+
+    return check_answer(
+        fn, judge, name="uniform attention", reference=_uniform_scores,
+        success="with your scores every query weighs the keys it may read equally, on padded "
+                "reviews: the model under attnlab.uniform_attention",
+        hint=("the softmax turns scores into weights; which scores give every key the same "
+              "weight? The mask is applied after your function, so padding stays hidden.",
+              "return a tensor of the scores' shape in which every score is the same number, "
+              "such as torch.zeros_like(scores)."),
+        todo="not attempted yet; write your function above and run the cell again.")
 
 
 @exercise("predict", args=(0.4775,))
