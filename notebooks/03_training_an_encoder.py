@@ -75,9 +75,8 @@ for words, label, pos in test[:5]:
 # %% [markdown]
 # Every review holds one positive and one negative word, and which of the two comes after "but"
 # is a coin flip. So the *set* of words in a review says nothing about its label: a model that
-# only counts words (a bag of words) is at chance, 50 %. To get the label right, a model must
-# relate the words to their order: which of the two stands after "but". Relating tokens is what
-# attention does; whether it is the only way, this notebook measures.
+# only counts words (a bag of words) is at chance, 50 %. A model must relate the words to their
+# order. Relating tokens is what attention does; whether it is the only way, we measure.
 #
 # The model reads numbers, not words. The vocabulary maps each word to an id; id 0 is padding
 # (`PAD`, used to make all rows of a batch equally long) and id 1 stands for any unknown word.
@@ -245,11 +244,9 @@ assert trained.history["test_acc"] == test_acc
 #
 # ### Uniform attention, written by you
 #
-# Each attention layer has **hook points**, places where a function can change a tensor on its
-# way through; `probes.hooked((point, fn))` puts `fn` there for the cells inside its `with`.
-# At `model.blocks[0].attn.hook_scores` flow the scores (B, H, T, T), after the scale and before
-# the padding mask. **Implement** `make_uniform(scores)`: the scores that make every query give
-# every key its mask allows the same weight.
+# At the **hook point** `model.blocks[0].attn.hook_scores`, a function may replace the scores
+# (B, H, T, T), after the scale and before the padding mask. **Implement**
+# `make_uniform(scores)`: scores that give every key a query may read the same weight.
 
 # %%
 def make_uniform(scores):
@@ -291,15 +288,13 @@ with attnlab.uniform_attention(model):  # the library's: the same edit, on every
 # %% [markdown]
 # Uniform weights cost this model much of its accuracy: much of what it gets right, it gets
 # right through its attention, so its weights are worth reading. How much it loses varies from
-# run to run (five models follow). From here on, `attnlab.uniform_attention(model)` does what
-# your function did, on every attention layer of a model (or on chosen heads).
+# run to run (five models follow). From here on, `attnlab.uniform_attention(model)` does this.
 #
-# That is a fact about this model, not about the task. Under uniform attention each
-# token still carries its own position vector through the residual path and the feed-forward
-# layer, and a sum over tokens of "this positive word stands late" and "this negative word
-# stands early" could decide the label without any token reading another. Does a model find
-# that way when it never had attention to lean on? Train the same recipe with uniform weights
-# from the first step:
+# That is a fact about this model, not about the task. Under uniform attention each token
+# still carries its own position vector through the residual path, and a sum over tokens of
+# "this positive word stands late" could decide the label without any token reading another.
+# Does a model find that way when it never had attention to lean on? Train the same recipe
+# with uniform weights from the first step:
 
 # %%
 without = train_classifier(uniform=True)  # the same data, recipe and first weights, uniform
@@ -496,9 +491,9 @@ assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models 
 # points, and leave most of them below 0.7 (chance is 0.5). One head at a time they differ.
 # In every model some head can be made uniform at a cost of a few points at most; how much
 # the most needed head costs varies from model to model by more than ten points; and it is
-# not the same head in every model. So "head 0" names nothing: a head's index is an accident
-# of training; name a head by what you measure in the model at hand. A heatmap of a head that
-# can go at no cost would have looked as structured as any; only the ablation tells it apart.
+# not the same head in every model. So "head 0" names nothing: name a head by what you measure
+# in the model at hand. A heatmap of a head that can go at no cost looks as structured as any;
+# only the ablation tells it apart.
 
 # %% [markdown]
 # ## Hide a word, or zero what it gives
@@ -645,9 +640,8 @@ assert min(table[s]["trained"] - costs[s][0] for s in costs) < 0.02, "some: almo
 #   task itself does not need attention: trained with uniform weights from the start, the same
 #   recipe also passed 0.9, through word and position.
 # - Scored against the uniform level, each sentiment word reads the other, in some head at
-#   more than twice uniform. Over five seeds some head can always go at no cost, and which
-#   head matters most changes from seed to seed: name a head by what it does, never by its
-#   number.
+#   more than twice uniform. Which head matters most changes from seed to seed: name a head by
+#   what it does, never by its number.
 # - Hiding a word and zeroing its value roughly agree for these words; hiding "but" costs less
 #   than hiding the costlier sentiment word, by an amount that varies from model to model.
 # - Notebook 04 asks what the position vectors contributed to all this.
