@@ -16,7 +16,10 @@ Everything it needs to measure lives here, written so the numbers are trustworth
 - `dependency_depth`, `first_token_gradient`: the path from the first token to the last
   output, in dependent operations and in gradient; `with_forget_bias`: an LSTM whose forget
   gates start nearer 1 (its gradient then fades more slowly);
-- `sci`: a measured number in scientific notation, guarded like `attnlab.report.fmt`.
+- `sci`: a measured number in scientific notation, guarded like `attnlab.report.fmt`;
+- `process_peak_memory`: the most memory this process has held, as the operating system counts
+  it (notebook 10: what a laptop needs for a 135-million-weight model), on Linux, macOS and
+  Windows alike.
 
 The KV cache and the online softmax, which the same notebook measures with these tools, are
 concepts of their own: `attnlab.kv_cache`, `attnlab.online_softmax`.
@@ -28,6 +31,7 @@ import gc
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -308,3 +312,35 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def process_peak_memory() -> int | None:
+    """The peak resident memory of this process in bytes, as the operating system counts it
+    (PyTorch's allocator, Python and every library together); None where it cannot be read.
+
+    POSIX reports ru_maxrss in KiB on Linux and in bytes on macOS; Windows has no `resource`
+    module and reports the peak working set through psapi's GetProcessMemoryInfo."""
+    if sys.platform == "win32":
+        import ctypes  # noqa: PLC0415 - Windows only
+        from ctypes import wintypes  # noqa: PLC0415
+
+        class Counters(ctypes.Structure):
+            _fields_ = [("cb", wintypes.DWORD), ("PageFaultCount", wintypes.DWORD)] + [
+                (name, ctypes.c_size_t) for name in (
+                    "PeakWorkingSetSize", "WorkingSetSize", "QuotaPeakPagedPoolUsage",
+                    "QuotaPagedPoolUsage", "QuotaPeakNonPagedPoolUsage",
+                    "QuotaNonPagedPoolUsage", "PagefileUsage", "PeakPagefileUsage")]
+        counters = Counters(cb=ctypes.sizeof(Counters))
+        try:
+            ok = ctypes.windll.psapi.GetProcessMemoryInfo(
+                ctypes.windll.kernel32.GetCurrentProcess(), ctypes.byref(counters),
+                counters.cb)
+        except (AttributeError, OSError):
+            return None
+        return int(counters.PeakWorkingSetSize) if ok else None
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024

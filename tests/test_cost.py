@@ -220,3 +220,12 @@ def test_format_table_aligns_columns():
     assert lines[0] == "T     ms" and lines[1] == "----  -----" and lines[3] == "1024  30.25"
     with pytest.raises(ValueError, match="2 cells"):
         cost.format_table(["T", "ms"], [(1,)])
+
+
+def test_process_peak_memory_is_the_os_count_in_bytes(monkeypatch):
+    resource = pytest.importorskip("resource")
+    peak = cost.process_peak_memory()
+    assert 10 * 2**20 < peak < 2**40  # this process has torch loaded: tens of MB at least
+    assert peak >= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux -> bytes
+    monkeypatch.setitem(sys.modules, "resource", None)  # as on a system without it
+    assert cost.process_peak_memory() is None
