@@ -18,6 +18,9 @@ the `tokenizers` library: digits are split one by one, then GPT-2's pattern.
 from __future__ import annotations
 
 import os
+import types
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -299,3 +302,28 @@ def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = T
         return {"losses": torch.cat(losses)}
     return {"losses": torch.cat(losses), "induction": sums["induction"] / counted,
             "previous": sums["previous"] / N, "first": sums["first"] / N}
+
+
+@contextmanager
+def blocks_replaced(model: Llama, block: Callable[[LlamaBlock, torch.Tensor], torch.Tensor]):
+    """Within the block, every LlamaBlock of `model` computes `block(that_block, x)` (x (B, T,
+    d_model) -> (B, T, d_model), a whole sequence from position 0, causal) instead of its own
+    forward: notebook 10 runs SmolLM2's weights in the student's block. Whole sequences only:
+    generate with cache=False. The model's own forwards are back afterwards, also after an
+    error."""
+    if not callable(block):
+        raise TypeError(f"block must be a function (block, x) -> x, got {type(block).__name__}")
+
+    def whole(layer, x, positions, mask, cache=None):
+        if cache is not None or (len(positions) and int(positions[0]) != 0):
+            raise ValueError("these blocks run whole sequences from position 0, not one "
+                             "decoding step: call llama.generate(..., cache=False)")
+        return block(layer, x), None
+
+    for layer in model.blocks:
+        layer.forward = types.MethodType(whole, layer)  # an instance attribute: nn.Module calls it
+    try:
+        yield model
+    finally:
+        for layer in model.blocks:
+            del layer.forward

@@ -20,19 +20,19 @@
 # ## What you will learn
 #
 # - what a 4-bit weight file holds, by decoding one block of it yourself;
-# - that the Llama architecture is the blocks of this series with three small changes (RMSNorm,
-#   a gated feed-forward layer, no biases);
+# - that the Llama architecture is a pre-norm block with three small changes (RMSNorm, a gated
+#   feed-forward layer, no biases), by writing RMSNorm, SwiGLU and the whole block yourself and
+#   running SmolLM2's real weights in it;
 # - how the model writes: greedy, sampled, and in its chat format; what the KV cache saves;
 # - whether the induction heads of notebook 09 exist in a model trained on real text, and what
 #   the model loses without them;
 # - where most of its heads put their weight when they have nothing to read.
 #
-# Assumes: notebooks 07 (sampling), 08 (the KV cache, grouped-query attention) and 09
-# (induction heads and their scores).
+# Assumes: notebooks 02 (a multi-head attention module), 04 (rotary positions), 07 (sampling),
+# 08 (the KV cache, grouped-query attention) and 09 (induction heads and their scores).
 
 # %% slideshow={"slide_type": "skip"}
 import functools
-import resource
 import time
 from contextlib import ExitStack
 
@@ -41,9 +41,11 @@ import torch
 
 import attnlab
 from attnlab import gguf, kv_cache, llama, probes
-from attnlab.cost import measure_times
+from attnlab.attention import causal_mask
+from attnlab.cost import measure_times, process_peak_memory
 from attnlab.exercises import ex09, ex10
 from attnlab.report import fmt
+from attnlab.rope import rotary
 
 attnlab.seed_everything(0)
 
@@ -141,7 +143,7 @@ print(model.blocks[0])
 
 # %% tags=["nbval-ignore-output"]
 print(f"read and decoded in {load_seconds:.1f} s; "
-      f"peak memory so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+      f"peak memory so far {process_peak_memory() / 2**30:.2f} GiB")
 
 # %% tags=["remove-cell"]
 assert isinstance(attn, attnlab.MultiHeadAttention) and (attn.n_heads, attn.n_kv_heads) == (9, 3)
@@ -155,14 +157,106 @@ for text in ("Once upon a time", "Attention is all you need.", "In 2024, 135 mil
     print(f"{text!r:34} -> {tokenizer.pieces(text)}")
 
 # %% [markdown]
-# ## 3 · It writes
+# ## 3 · Your own Llama block, with SmolLM2's weights
 #
-# Generation is notebook 07's loop: the logits of the last position, `sample_next`, the token
-# fed back. `llama.generate` keeps one KV cache per layer (08), so each new token runs alone.
-# Greedy first: always the most likely token.
+# Everything this block computes, you can write: three short pieces, then the block, then the
+# whole model running your code on the weights you just decoded.
+#
+# **RMSNorm.** LayerNorm (03) subtracts each vector's mean and divides by its standard
+# deviation; RMSNorm only divides, by the *root mean square*:
+# $\text{RMSNorm}(x) = x / \sqrt{\text{mean}(x^2) + \epsilon} \cdot w$, one learned weight per
+# number, no bias. **Implement** `my_rms_norm(x, weight, eps)` over the last axis.
+
+# %%
+def my_rms_norm(x, weight, eps):
+    """x (..., d), weight (d,) -> x / sqrt(mean(x²) + eps) · weight, (..., d)."""
+    ...  # your code here
+    ### BEGIN SOLUTION
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight  # (..., d)
+    ### END SOLUTION
+
+
+my_rms_norm = ex10.rms_norm(my_rms_norm)
+
+# %% [markdown]
+# **SwiGLU.** The feed-forward layer of 03 was `down(ReLU(up(x)))`. SwiGLU has two branches
+# from x: one through SiLU ($\text{SiLU}(z) = z \cdot \sigma(z)$), the *gate*, multiplies the
+# other number by number, then `down` brings the product back to d_model. **Implement**
+# `my_swiglu(x, ff)` with the layer's three linear layers `ff.gate`, `ff.up` and `ff.down`.
+
+# %%
+def my_swiglu(x, ff):
+    """x (..., d_model) -> down(SiLU(gate(x)) ⊙ up(x)), (..., d_model)."""
+    ...  # your code here
+    ### BEGIN SOLUTION
+    return ff.down(torch.nn.functional.silu(ff.gate(x)) * ff.up(x))  # (..., d_model)
+    ### END SOLUTION
+
+
+my_swiglu = ex10.swiglu(my_swiglu)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The block.** Pre-norm: $h = x + \text{Attention}(\text{RMSNorm}_1(x))$, then
+# $h + \text{SwiGLU}(\text{RMSNorm}_2(h))$. The attention is 02's module with two changes:
+# q and k (not v) are turned by `rotary` (04), base `attn.rotary_base`, and 9 query heads share
+# 3 key/value heads (08): query heads 0-2 read key/value head 0, 3-5 head 1, 6-8 head 2.
+# **Implement** `my_llama_block(block, x)` for a whole sequence (causal), from the block's
+# weights: its layers `attn.q`, `attn.k`, `attn.v`, `attn.out`, its norms' `weight` and `eps`,
+# and `block.ff` for your SwiGLU; calling the block or its attention, norms or feed-forward layer
+# themselves earns no ✓.
+
+# %% slideshow={"slide_type": "subslide"}
+def my_llama_block(block, x):
+    """x (B, T, d_model), a whole sequence from position 0 -> x (B, T, d_model)."""
+    attn = block.attn
+    B, T, d_model = x.shape
+    H, H_kv, D = attn.n_heads, attn.n_kv_heads, attn.d_head
+    ...  # your code here
+    ### BEGIN SOLUTION
+    h = my_rms_norm(x, block.norm1.weight, block.norm1.eps)  # (B, T, d)
+    q = rotary(attn.q(h).view(B, T, H, D).transpose(1, 2), base=attn.rotary_base)  # (B, H, T, D)
+    k = rotary(attn.k(h).view(B, T, H_kv, D).transpose(1, 2), base=attn.rotary_base)
+    v = attn.v(h).view(B, T, H_kv, D).transpose(1, 2)  # (B, H_kv, T, D)
+    k, v = k.repeat_interleave(H // H_kv, 1), v.repeat_interleave(H // H_kv, 1)  # (B, H, T, D)
+    scores = q @ k.transpose(-2, -1) / D ** 0.5  # (B, H, T, T)
+    scores = scores.masked_fill(~causal_mask(T), float("-inf"))
+    heads = scores.softmax(-1) @ v  # (B, H, T, D)
+    h = x + attn.out(heads.transpose(1, 2).reshape(B, T, d_model))  # (B, T, d)
+    return h + my_swiglu(my_rms_norm(h, block.norm2.weight, block.norm2.eps), block.ff)
+    ### END SOLUTION
+
+
+my_llama_block = ex10.llama_block(my_llama_block)
+
+# %% [markdown]
+# **Your code, real weights.** `llama.blocks_replaced(model, my_llama_block)` makes each of the
+# 30 blocks run your function on its own weights. The same prompt through the model as it
+# loads and through your blocks: the logits, and 24 greedy tokens.
 
 # %%
 prompt = torch.tensor([tokenizer.encode("Once upon a time")])  # (1, 4)
+with torch.no_grad():
+    theirs = model(prompt)  # (1, 4, 49152)
+    with llama.blocks_replaced(model, my_llama_block):
+        yours = model(prompt)  # (1, 4, 49152)
+        your_text = llama.generate(model, prompt, 24, cache=False)  # (1, 28)
+gap = (yours - theirs).abs().max().item()
+within = "below 0.001" if gap < 1e-3 else fmt(gap, 4)  # float32 rounding, which varies by CPU
+print(f"largest difference of a logit: {within} (the logits' standard deviation: "
+      f"{fmt(theirs.std(), 2)})")
+print("your blocks write:", repr(tokenizer.decode(your_text[0])))
+
+# %% tags=["remove-cell"]
+assert gap < 1e-3, "float32 rounding only"
+
+# %% [markdown]
+# ## 4 · It writes
+#
+# Generation is notebook 07's loop: the logits of the last position, `sample_next`, the token
+# fed back. `llama.generate` keeps one KV cache per layer (08), so each new token runs alone.
+# Greedy first: always the most likely token, the text your blocks wrote above.
+
+# %%
 greedy = llama.generate(model, prompt, 24)  # (1, 28)
 print(tokenizer.decode(greedy[0]))
 
@@ -177,6 +271,7 @@ def top2_gap(seq: torch.Tensor, start: int) -> float:
 
 
 assert top2_gap(greedy, prompt.shape[1]) > 0.003
+assert torch.equal(greedy, your_text), "your blocks write the same text, token for token"
 assert tokenizer.decode(greedy[0]).startswith("Once upon a time,")
 
 # %% [markdown]
@@ -204,7 +299,7 @@ print(tokenizer.decode(answer[0, asked.shape[1]:]))
 assert top2_gap(answer, asked.shape[1]) > 0.003 and answer.shape[1] > asked.shape[1] + 10
 
 # %% [markdown]
-# ## 4 · The KV cache on a real model
+# ## 5 · The KV cache on a real model
 #
 # Notebook 08's formula gives the bytes a cache holds per token: a key and a value of
 # $n_\text{kv} \cdot d_\text{head}$ numbers in each of 30 layers. We check it against the caches
@@ -243,7 +338,7 @@ for name, seconds in step.items():
     print(f"{name:15} {seconds * 1e3:7.0f} ms per token, {1 / seconds:6.1f} tokens per second")
 
 # %% [markdown]
-# ## 5 · Induction heads in a real model
+# ## 6 · Induction heads in a real model
 #
 # Notebook 09's test: a start token, 50 random tokens, the same 50 again. Nothing predicts the
 # first copy; a model that copies from its context predicts the second.
@@ -351,7 +446,7 @@ assert min(previous_layers) < best_layer  # a previous-token head below the best
 # earlier layers. That is notebook 09's circuit, found in a model nobody built to have it.
 
 # %% [markdown]
-# ## 6 · Does it need them?
+# ## 7 · Does it need them?
 #
 # An attention score shows where weight goes, not what the model needs. We make the top 4
 # induction heads uniform (`attnlab.uniform_attention`, as everywhere in the series); as a
@@ -438,7 +533,7 @@ while copy_loss_without(heads_needed) < first_copy / 2:
 heads_needed = ex10.heads_to_break_copy(heads_needed, copy_loss_without, first_copy)
 
 # %% [markdown]
-# ## 7 · Where the weight goes when there is nothing to read
+# ## 8 · Where the weight goes when there is nothing to read
 #
 # Score each head's weight on **position 0** from the later queries. A head that spreads
 # uniformly over the past would give it the mean of $1/(t+1)$:
@@ -482,7 +577,9 @@ assert hidden > plain
 # - A 4-bit weight file is blocks of 32 numbers, each block a scale and a minimum and 4 bits a
 #   number: 5 bits a weight instead of 32. Decoded, they load into the attention of notebook 01.
 # - The Llama block is a pre-norm block with RMSNorm, a gated feed-forward layer and no
-#   biases; rotary positions and grouped-query heads are notebooks 04 and 08's.
+#   biases; rotary positions and grouped-query heads are notebooks 04 and 08's. Written by you,
+#   with SmolLM2's weights, it gives the same logits to float32 rounding (printed above) and
+#   writes the same greedy text.
 # - The KV cache of 08 holds what its formula says, and a step with it runs one token instead
 #   of the whole context.
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
@@ -494,5 +591,4 @@ assert hidden > plain
 #   attention sink); taking it away raises the loss.
 
 # %% tags=["nbval-ignore-output"]
-print(f"peak memory of this notebook: "
-      f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+print(f"peak memory of this notebook: {process_peak_memory() / 2**30:.2f} GiB")

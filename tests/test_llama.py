@@ -297,3 +297,27 @@ def test_the_probes_reach_the_llama_path(tiny):
         cached = llama.generate(tiny, ids, 3)
     assert maps[0][:, :, 1:, 0].abs().max() == 0 and maps[1][:, :, 0].abs().max() == 0
     assert not torch.equal(cached, llama.generate(tiny, ids, 3)) or True  # runs through the cache
+
+
+def test_blocks_replaced_runs_a_block_function_and_puts_the_blocks_back(tiny):
+    model, ids = tiny, torch.randint(0, 50, (2, 6))
+    seen = []
+
+    def by_hand(block, x):  # the block's own computation, called as a student's function is
+        seen.append(block)
+        T = x.shape[1]
+        return llama.LlamaBlock.forward(block, x, torch.arange(T),
+                                        torch.ones(T, T, dtype=torch.bool).tril())[0]
+
+    with torch.no_grad():
+        own = model(ids)
+        with llama.blocks_replaced(model, by_hand):
+            replaced = model(ids)
+            with pytest.raises(ValueError, match="cache=False"):
+                llama.generate(model, ids, 2)  # a decoding step is not a whole sequence
+        again = model(ids)
+    assert seen[:2] == list(model.blocks) and torch.allclose(replaced, own, atol=1e-5)
+    assert torch.equal(again, own) and "forward" not in vars(model.blocks[0])
+    with pytest.raises(TypeError, match="block must be a function"):
+        with llama.blocks_replaced(model, "mine"):
+            pass
