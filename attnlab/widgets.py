@@ -404,3 +404,86 @@ class PredictionComparison:
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+class NextTokenExplorer:
+    """Notebook 10: the next-token distribution of a language model after a prompt, under a
+    temperature slider: the k most likely tokens with their probabilities, and what the rest
+    of the vocabulary holds together.
+
+    `logits` (V,) are the model's scores for the token after the prompt (the notebook computes
+    them once; moving the slider only divides them by another temperature, so it is instant);
+    `decode` turns a token id into its text. Tokens are shown as Python string literals
+    (`repr`), so a leading space or a newline is visible, and HTML-escaped.
+
+    In the DOM: box `attnlab-next`, slider description `temperature` (class
+    `attnlab-next-slider`), the table in `attnlab-next-table` (one row per token: its text in
+    `attnlab-next-token`, its probability in `attnlab-next-prob`), the rest in `attnlab-next-rest`.
+    """
+
+    TEMPERATURES = (0.25, 0.5, 0.8, 1.0, 1.5, 2.0)
+
+    def __init__(self, logits, decode, temperature: float = 1.0, k: int = 10,
+                 temperatures=TEMPERATURES):
+        if not isinstance(logits, torch.Tensor) or logits.dim() != 1 or not logits.numel():
+            raise TypeError("logits must be a 1-D tensor of the vocabulary's scores (V,), e.g. "
+                            "model(prompt)[0, -1]")
+        if not torch.isfinite(logits).all():
+            raise ValueError("logits must be finite numbers")
+        if not callable(decode):
+            raise TypeError(f"decode must turn a token id into its text, e.g. "
+                            f"tokenizer.decode; got {type(decode).__name__}")
+        temperatures = tuple(check_number("each temperature", t, minimum=0.0,
+                                          exclusive_minimum=True) for t in temperatures)
+        temperature = check_choice("temperature", check_number("temperature", temperature),
+                                   temperatures)
+        self.k = check_int("k", k, minimum=1)
+        self.logits, self.decode = logits.detach().double(), decode
+        self.slider = w.SelectionSlider(options=temperatures, value=temperature,
+                                        description="temperature", continuous_update=False,
+                                        layout=w.Layout(width="420px"))
+        self.slider.add_class("attnlab-next-slider")
+        self.slider.observe(self.update, names="value")
+        self.table_html = w.HTML()
+        self.table_html.add_class("attnlab-next-table")
+        self.widget = w.VBox([self.slider, self.table_html, restart_note()])
+        self.widget.add_class("attnlab-next")
+        self.update()
+
+    def view(self, temperature: float | None = None) -> dict:
+        """softmax(logits / temperature) (default: the slider's): the k most likely `tokens`
+        (their text), `ids` and `probs`, and `rest`, the probability of every other token."""
+        t = self.slider.value if temperature is None else check_number(
+            "temperature", temperature, minimum=0.0, exclusive_minimum=True)
+        probs = torch.softmax(self.logits / t, dim=-1)  # (V,)
+        top = probs.topk(min(self.k, probs.numel()))
+        ids = top.indices.tolist()
+        return {"temperature": t, "ids": ids, "tokens": [self.decode([i]) for i in ids],
+                "probs": top.values.tolist(), "rest": float(1.0 - top.values.sum())}
+
+    def text(self, view: dict | None = None) -> str:
+        """Printable form: one line per token (as a string literal) and its probability."""
+        v = self.view() if view is None else view
+        lines = [f"temperature {v['temperature']:g}: the {len(v['ids'])} most likely next tokens"]
+        for token, p in zip(v["tokens"], v["probs"]):
+            lines.append(f"{token!r:>14} {fmt(p, 3):>6}")
+        lines.append(f"{'all others':>14} {fmt(v['rest'], 3):>6}")
+        return "\n".join(lines)
+
+    def update(self, change=None) -> dict:
+        """Recompute for the slider's temperature and refresh the table."""
+        v = self.view()
+        rows = "".join(
+            f'<tr><td class="attnlab-next-token"><code>{html.escape(repr(token))}</code></td>'
+            f'<td class="attnlab-next-prob">{p:.3f}</td>'
+            f"<td>{_bar_html(p, SCALED_COLOR)}</td></tr>"
+            for token, p in zip(v["tokens"], v["probs"]))
+        self.table_html.value = (
+            f"<table><caption>next token at temperature {v['temperature']:g}</caption>"
+            f"<tr><th>token</th><th>probability</th><th></th></tr>{rows}"
+            f'<tr><td>all others</td><td class="attnlab-next-rest">{v["rest"]:.3f}</td>'
+            f"<td></td></tr></table>")
+        return v
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

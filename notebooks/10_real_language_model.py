@@ -32,6 +32,7 @@
 # 08 (the KV cache, grouped-query attention) and 09 (induction heads and their scores).
 
 # %% slideshow={"slide_type": "skip"}
+import collections
 import functools
 import time
 from contextlib import ExitStack
@@ -46,6 +47,7 @@ from attnlab.cost import measure_times, process_peak_memory
 from attnlab.exercises import ex09, ex10
 from attnlab.report import fmt
 from attnlab.rope import rotary
+from attnlab.widgets import NextTokenExplorer
 
 attnlab.seed_everything(0)
 
@@ -252,6 +254,33 @@ assert gap < 1e-3, "float32 rounding only"
 # %% [markdown]
 # ## 4 · It writes
 #
+# After "Once upon a time" the model gives every one of its 49,152 tokens a logit; softmax of
+# the logits divided by a **temperature** (07) is the distribution the next token is drawn
+# from. The ten most likely, at temperature 1:
+
+# %%
+with torch.no_grad():
+    next_logits = model(prompt)[0, -1]  # (49152,)   the scores for the token after the prompt
+explorer = NextTokenExplorer(next_logits, tokenizer.decode)
+print(explorer.text())
+print("the most likely token's probability, by temperature:",
+      ", ".join(f"{t:g}: {fmt(explorer.view(t)['probs'][0], 3)}" for t in explorer.TEMPERATURES))
+
+# %% tags=["remove-cell"]
+top = [explorer.view(t)["probs"][0] for t in explorer.TEMPERATURES]
+assert all(a > b for a, b in zip(top, top[1:])), "a lower temperature sharpens"
+assert top[1] > 0.99 and top[-1] < 0.1, "almost everything at 0.5, less than a tenth at 2"
+assert explorer.view()["ids"][0] == your_text[0, prompt.shape[1]], "greedy takes the top token"
+
+# %% [markdown]
+# A lower temperature sharpens the distribution and a higher one flattens it: at 0.5 and below
+# the top token takes almost everything, at 2 less than a tenth. Greedy decoding always takes
+# the top token (the first row). Move the slider:
+
+# %%
+explorer.widget
+
+# %% [markdown]
 # Generation is notebook 07's loop: the logits of the last position, `sample_next`, the token
 # fed back. `llama.generate` keeps one KV cache per layer (08), so each new token runs alone.
 # Greedy first: always the most likely token, the text your blocks wrote above.
@@ -425,10 +454,11 @@ def top_heads(values: torch.Tensor, n: int) -> list[tuple[int, int]]:
 
 
 induction_heads = top_heads(scores["induction"], 270)  # every head, by induction score
-print(f"{'head':>7} {'induction':>10} {'previous-token':>15}")
+group = model.blocks[0].attn.n_heads // model.blocks[0].attn.n_kv_heads  # 3 query heads each
+print(f"{'head':>7} {'induction':>10} {'previous-token':>15} {'key/value head':>15}")
 for layer, head in induction_heads[:5]:
     print(f"L{layer:<2d} H{head} {fmt(scores['induction'][layer, head], 3):>10} "
-          f"{fmt(scores['previous'][layer, head], 3):>15}")
+          f"{fmt(scores['previous'][layer, head], 3):>15} {f'L{layer} KV{head // group}':>15}")
 print("strongest previous-token heads:",
       ", ".join(f"L{layer} H{head} {fmt(scores['previous'][layer, head], 2)}"
                 for layer, head in top_heads(scores["previous"], 3)))
@@ -439,11 +469,17 @@ best_layer = induction_heads[0][0]
 previous_layers = [layer for layer, _ in top_heads(scores["previous"], 3)]
 assert best > 0.5 and best > 20 * uniform.item() and 9 <= best_layer <= 24
 assert min(previous_layers) < best_layer  # a previous-token head below the best induction head
+shared = collections.Counter((layer, head // group) for layer, head in induction_heads[:4])
+assert max(shared.values()) >= 2, "query heads of one group among the top four"
 
 # %% [markdown]
 # A few heads in the middle of the stack put more than half their weight on the token after
 # the previous occurrence, tens of times the uniform level; strong previous-token heads sit in
 # earlier layers. That is notebook 09's circuit, found in a model nobody built to have it.
+#
+# The last column shows grouped-query attention (08) at work: query heads 3, 4 and 5 of a
+# layer read one key/value head, and several of the top induction heads are query heads of one
+# such group. They read the same keys and values and differ only in their queries.
 
 # %% [markdown]
 # ## 7 · Does it need them?

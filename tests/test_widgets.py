@@ -1,4 +1,5 @@
 """attnlab.widgets, tested without a browser: move the sliders, read back what the widgets show."""
+import math
 import re
 
 import matplotlib.pyplot as plt
@@ -9,7 +10,12 @@ from helpers import raises_each
 
 from attnlab import scaled_dot_product_attention
 from attnlab.scaling import softmax_pair
-from attnlab.widgets import RESTART_NOTE, AttentionPlayground, SoftmaxScaleExplorer
+from attnlab.widgets import (
+    RESTART_NOTE,
+    AttentionPlayground,
+    NextTokenExplorer,
+    SoftmaxScaleExplorer,
+)
 
 Q = [1.0, 0.0, 0.0, 0.0]
 K = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.7, 0.7, 0.0, 0.0]]
@@ -179,3 +185,33 @@ def test_every_widget_ends_with_what_to_do_after_a_kernel_restart(playground):
     for widget in (playground.widget, SoftmaxScaleExplorer(d_k=8).widget):
         note = widget.children[-1]
         assert "attnlab-restart-note" in note._dom_classes and RESTART_NOTE in note.value
+
+
+def test_next_token_explorer_shows_the_distribution_under_each_temperature():
+    logits = torch.tensor([3.0, 2.0, 1.0, 0.0, -1.0])
+    names = ["<b>", " the", "\n", "é", "x"]
+    e = NextTokenExplorer(logits, lambda ids: "".join(names[i] for i in ids), k=3)
+    v = e.view()
+    exact = torch.softmax(logits.double(), -1)
+    assert v["ids"] == [0, 1, 2] and v["tokens"] == ["<b>", " the", "\n"]
+    assert abs(v["probs"][0] - exact[0].item()) < 1e-12
+    assert abs(v["rest"] - exact[3:].sum().item()) < 1e-12
+    cold, hot = e.view(0.5)["probs"][0], e.view(2.0)["probs"][0]
+    assert cold > v["probs"][0] > hot  # a lower temperature sharpens, a higher one flattens
+    e.slider.value = 2.0  # the widget follows its slider
+    assert "temperature 2" in e.table_html.value and f"{hot:.3f}" in e.table_html.value
+    assert "&lt;b&gt;" in e.table_html.value and "<b>" not in e.table_html.value  # text as text
+    assert "'\\n'" in e.text() and "' the'" in e.text()  # spaces and newlines visible
+    assert RESTART_NOTE in e.widget.children[-1].value
+
+
+def test_next_token_explorer_refuses_bad_input_clearly():
+    decode = str
+    with pytest.raises(TypeError, match="1-D tensor"):
+        NextTokenExplorer(torch.zeros(2, 3), decode)
+    with pytest.raises(ValueError, match="finite"):
+        NextTokenExplorer(torch.tensor([0.0, math.nan]), decode)
+    with pytest.raises(TypeError, match="decode must"):
+        NextTokenExplorer(torch.zeros(3), "tokenizer")
+    with pytest.raises(ValueError, match="temperature must be one of"):
+        NextTokenExplorer(torch.zeros(3), decode, temperature=0.7)
