@@ -60,7 +60,7 @@ def test_the_release_is_the_student_edition_with_locked_test_cells(released):
             source = re.sub(r"(?m)^pass  # your code here$", student.TOP_LEVEL_PLACEHOLDER, source)
             assert source == want.source, (stem, got.id)
             assert student.BEGIN not in got.source
-        checks = [(c.id, name) for c in edition.cells for _, name in
+        checks = [(c.id, name) for c in edition.cells for _, name, _ in
                   grade.cell_checks(full[c.id])]
         assert len(tests) == len(checks) > 0, stem
         for test, (after, name) in zip(tests, checks):

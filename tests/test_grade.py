@@ -123,3 +123,63 @@ def test_release_and_nbgrader_export_write_utf8_under_an_ascii_locale(tmp_path):
     assert "✓ right" in (tmp_path / "release" / "README.md").read_text(encoding="utf-8")
     assert (tmp_path / "course" / "README.md").read_text(encoding="utf-8").strip()
     assert (tmp_path / "course" / "nbgrader_config.py").read_text(encoding="utf-8").strip()
+
+
+def _cell(text):
+    return nbformat.from_dict({"cell_type": "code", "source": "", "metadata": {}, "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": text}], "execution_count": 1})
+
+
+def test_check_lines_read_a_wrapped_cross_up_to_its_hint():
+    cell = _cell("✓ attention: right.\nnot a check\n"
+                 "✗ split_heads: given a (2, 5, 6) tensor, 3: you reshaped straight to\n"
+                 "  (B, H, T, D), which mixes tokens and heads.\n"
+                 "  Hint: view it as (B, T, H, D) first,\n  then transpose.\n"
+                 "○ merge_heads: not attempted yet.\n")
+    assert grade.cell_checks(cell) == [
+        ("✓", "attention", "right."),
+        ("✗", "split_heads", "given a (2, 5, 6) tensor, 3: you reshaped straight to (B, H, T, "
+                             "D), which mixes tokens and heads."),
+        ("○", "merge_heads", "not attempted yet.")]
+    assert grade.mistake(grade.cell_checks(cell)[1][2]) == \
+        "you reshaped straight to (B, H, T, D), which mixes tokens and heads"
+
+
+def row(student, exercise, mark, message="", notebook="01_attention_by_hand.ipynb"):
+    return {"student": student, "notebook": notebook, "exercise": exercise, "mark": mark,
+            "meaning": grade.MARKS[mark], "message": message, "status": "ok"}
+
+
+def test_the_instructor_reads_each_check_and_its_most_frequent_mistakes(tmp_path):
+    rows = [row("ada", "attention", "✓"), row("bo", "attention", "✗", "given a (3, 4) tensor: "
+            "your weights are softmax(q kᵀ): the scores are not divided by √d_k. More."),
+            row("cy", "attention", "✗", "given a (2, 6, 8) tensor: your weights are softmax(q "
+            "kᵀ): the scores are not divided by √d_k"),
+            row("di", "attention", "✗", "your result differs from the reference by up to 0.130"),
+            row("ed", "attention", "○"), row("ed", "predict the weights", "✎")]
+    rows += [row("fay", "attention", "✓")] * 25  # printed 25 times: counts once
+    (entry, predicted) = grade.class_report(rows)
+    assert (entry["check"], entry["✓"], entry["✗"], entry["○"], entry["✎"]) == \
+        ("attention", 2, 3, 1, 0)
+    assert entry["mistakes"][0] == ("your weights are softmax(q kᵀ): the scores are not "
+                                    "divided by √d_k", 2)
+    assert entry["mistakes"][1] == ("your result differs from the reference by up to #", 1)
+    assert predicted["✎"] == 1
+    table = grade.report_markdown([entry, predicted], students=6)
+    assert "| 01_attention_by_hand.ipynb | attention | 2 | 3 | 1 | 0 |" in table
+    grade.draw_report([entry, predicted], tmp_path / "by-check.png")
+    assert (tmp_path / "by-check.png").read_bytes()[:4] == b"\x89PNG"
+    fay = next(line for line in grade.summary(rows).splitlines() if line.startswith("fay"))
+    assert fay.split()[2:5] == ["1", "0", "1"]  # one ✓ of one check, not 25
+
+
+def test_make_grade_writes_the_report_beside_the_grades(tmp_path, monkeypatch, capsys):
+    rows = [row("ada", "attention", "✓"), row("bo", "attention", "✗", "your scores are not "
+                                                                      "divided by √d_k")]
+    (tmp_path / "subs").mkdir()
+    monkeypatch.setattr(grade, "grade", lambda *args: rows)  # what main does with the rows
+    assert grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out" / "g.csv")]) == 0
+    table = (tmp_path / "out" / "g-by-check.md").read_text(encoding="utf-8")
+    assert "| attention | 1 | 1 | 0 | 0 | your scores are not divided by √d_k (1) |" in table
+    assert (tmp_path / "out" / "g-by-check.png").exists()
+    assert "g-by-check.md" in capsys.readouterr().out

@@ -90,7 +90,7 @@ def course_notebook(ipynb: Path):
                     "solution": True, "grade": False, "locked": False,
                     "grade_id": f"answer-{cell.id}", "schema_version": SCHEMA}
         cells.append(cell)
-        for k, (_, name) in enumerate(cell_checks(source)):
+        for k, (_, name, _) in enumerate(cell_checks(source)):
             test = nbformat.v4.new_code_cell(TEST_CELL.format(name=name))
             test.id = f"check-{cell.id}-{k}"
             test.metadata = {"nbgrader": {

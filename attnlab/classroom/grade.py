@@ -10,8 +10,13 @@ holds a copy of it, with a time limit and a memory limit: one that loops forever
 memory, deletes the files around it or is not a notebook at all costs its own row and nothing
 else. Submissions run side by side, as many at once as there are cores and as the memory
 limit fits into the machine's memory (`--jobs` sets it). The result is a CSV, one row per check
-line (student, notebook, exercise, mark, prediction given) and one row per submission that could
-not run, in the order of the submissions, and a summary per student.
+line (student, notebook, exercise, mark, meaning, message) and one row per submission that could
+not run, in the order of the submissions; a summary per student; and, for the instructor, per
+check how many students stand at ✓, ✗, ○ and ✎ and the named mistakes most often hit (the ✗
+messages), as a Markdown table and a picture beside the CSV (`grades-by-check.md`, `.png`).
+Each exercise counts once per submission, by its last line (what `require` reads), so a check
+run or printed many times is not counted many times. What a cell prints can still be forged:
+a grade read from printed lines is not yet a grade a class can trust.
 
     python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]
@@ -24,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,25 +45,34 @@ from .runner import KERNEL_ARGUMENTS
 from .series import KERNELSPEC
 
 MARKS = {"✓": "right", "✗": "not yet", "○": "not attempted", "✎": "prediction given"}
-FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "status")
+FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "message", "status")
 
 
-def cell_checks(cell) -> list[tuple[str, str]]:
-    """(mark, exercise name) of every check line in one executed cell's outputs, in order.
-    A check line is `<mark> <name>: <message>`; other printed lines are not checks."""
+def cell_checks(cell) -> list[tuple[str, str, str]]:
+    """(mark, exercise name, message) of every check line in one executed cell's outputs, in
+    order. A check line is `<mark> <name>: <message>`; a ✗'s message goes on over indented
+    lines and ends where its `Hint:` starts (`attnlab.exercises.say`). Other printed lines are
+    not checks."""
     if cell.cell_type != "code":
         return []
     printed = "".join("".join(o.get("text", "")) for o in cell.get("outputs", [])
                       if o.get("output_type") == "stream")  # a check prints its line
-    found = []
+    found: list[list[str]] = []
+    hint = False
     for line in printed.splitlines():
         mark, _, rest = line.partition(" ")
         if mark in MARKS and ": " in rest:
-            found.append((mark, rest.split(": ", 1)[0]))
-    return found
+            name, message = rest.split(": ", 1)
+            found.append([mark, name, message])
+            hint = False
+        elif found and found[-1][0] == "✗" and line.startswith("  ") and not hint:
+            hint = line.strip().startswith("Hint:")
+            if not hint:
+                found[-1][2] += " " + line.strip()
+    return [tuple(f) for f in found]
 
 
-def check_lines(nb) -> list[tuple[str, str]]:
+def check_lines(nb) -> list[tuple[str, str, str]]:
     """`cell_checks` of every cell of an executed notebook, in order."""
     return [found for cell in nb.cells for found in cell_checks(cell)]
 
@@ -176,9 +191,10 @@ def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
     for (student, path), result in zip(found, results):
         base = {"student": student, "notebook": path.name, "status": result["status"]}
         if not result["checks"]:
-            rows.append({**base, "exercise": "", "mark": "", "meaning": ""})
-        for mark, exercise in result["checks"]:
-            rows.append({**base, "exercise": exercise, "mark": mark, "meaning": MARKS[mark]})
+            rows.append({**base, "exercise": "", "mark": "", "meaning": "", "message": ""})
+        for mark, exercise, message in result["checks"]:
+            rows.append({**base, "exercise": exercise, "mark": mark, "meaning": MARKS[mark],
+                         "message": message})
     with open(out, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, FIELDS)
         writer.writeheader()
@@ -186,17 +202,92 @@ def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
     return rows
 
 
+def standing(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """The verdict that stands for each (student, notebook, exercise): its last check line, as
+    `attnlab.exercises.require` reads it. A check run (or printed) many times counts once."""
+    return {(r["student"], r["notebook"], r["exercise"]): r for r in rows if r["mark"]}
+
+
 def summary(rows: list[dict]) -> str:
-    """One line per student and notebook: right answers, predictions given, checks, status."""
+    """One line per student and notebook: right answers, predictions given, checks, status
+    (each exercise once, by the verdict that stands)."""
     lines = [f"{'student':<16} {'notebook':<34} {'✓':>3} {'✎':>3} {'checks':>6}  status"]
-    seen: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        seen.setdefault((row["student"], row["notebook"]), []).append(row)
-    for (student, notebook), group in seen.items():
-        marks = [r["mark"] for r in group if r["mark"]]
+    stands = standing(rows)
+    status = {(r["student"], r["notebook"]): r["status"] for r in rows}  # in submission order
+    for (student, notebook), state in status.items():
+        marks = [r["mark"] for (s, n, _), r in stands.items() if (s, n) == (student, notebook)]
         lines.append(f"{student:<16} {notebook:<34} {marks.count('✓'):>3} {marks.count('✎'):>3} "
-                     f"{len(marks):>6}  {group[0]['status']}")
+                     f"{len(marks):>6}  {state}")
     return "\n".join(lines)
+
+
+_GIVEN = re.compile(r"^given [^:]*: ")  # check_function's "given a (3, 4) tensor, ...: " prefix
+
+
+def mistake(message: str) -> str:
+    """A ✗ message as a named mistake to count: without the inputs it was given, its first
+    sentence, digits as #, so that one mistake on different inputs counts as one."""
+    text = _GIVEN.sub("", message.strip())
+    text = re.split(r"(?<=[a-z)])\. ", text, maxsplit=1)[0].rstrip(".")
+    return re.sub(r"\d+(\.\d+)?", "#", text)
+
+
+def class_report(rows: list[dict], top: int = 3) -> list[dict]:
+    """Per notebook and check, what an instructor re-teaches from: how many students stand at
+    ✓, ✗, ○ and ✎, and the `top` named mistakes of the ✗s, most frequent first (each a
+    (mistake, students) pair). Each student counts once per check, by the verdict that stands."""
+    by_check: dict[tuple[str, str], dict] = {}
+    for (_, notebook, exercise), row in standing(rows).items():
+        entry = by_check.setdefault((notebook, exercise), {
+            "notebook": notebook, "check": exercise, **{m: 0 for m in MARKS}, "mistakes": {}})
+        entry[row["mark"]] += 1
+        if row["mark"] == "✗":
+            named = mistake(row.get("message", ""))
+            entry["mistakes"][named] = entry["mistakes"].get(named, 0) + 1
+    report = []
+    for entry in sorted(by_check.values(), key=lambda e: e["notebook"]):  # checks in order
+        ranked = sorted(entry["mistakes"].items(), key=lambda kv: (-kv[1], kv[0]))
+        report.append({**entry, "mistakes": ranked[:top]})
+    return report
+
+
+def report_markdown(report: list[dict], students: int) -> str:
+    """`class_report` as a Markdown table the instructor keeps (nothing leaves the machine)."""
+    lines = [f"# The class, check by check ({students} student{'s' if students != 1 else ''})",
+             "", "Each student counts once per check, by its last line. ✗: not yet right; "
+             "○: not attempted; ✎: a prediction made.", "",
+             "| notebook | check | ✓ | ✗ | ○ | ✎ | most frequent mistakes (students) |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for e in report:
+        named = "; ".join(f"{m.replace('|', '/')} ({n})" for m, n in e["mistakes"]) or ""
+        lines.append(f"| {e['notebook']} | {e['check']} | {e['✓']} | {e['✗']} | {e['○']} | "
+                     f"{e['✎']} | {named} |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_report(report: list[dict], path: Path) -> None:
+    """Per check, the students at ✓, ✗, ○ and ✎ as one stacked bar (Okabe-Ito colours, each
+    mark also hatched differently, so the picture survives colour blindness), saved as PNG."""
+    import matplotlib  # noqa: PLC0415 - only the report draws
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure  # noqa: PLC0415
+    style = {"✓": ("#0072B2", ""), "✗": ("#D55E00", "//"), "○": ("#BBBBBB", ".."),
+             "✎": ("#009E73", "xx")}
+    labels = [f"{e['notebook'][:2]} {e['check']}" for e in report]
+    fig = Figure(figsize=(8, 0.4 * len(report) + 1.2))
+    ax = fig.subplots()
+    left = [0] * len(report)
+    for mark, (color, hatch) in style.items():
+        counts = [e[mark] for e in report]
+        ax.barh(labels, counts, left=left, color=color, hatch=hatch, edgecolor="white",
+                label=f"{mark} {MARKS[mark]}")
+        left = [a + b for a, b in zip(left, counts)]
+    ax.invert_yaxis()
+    ax.set_xlabel("students")
+    ax.set_title("each check: where the class stands")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +320,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(summary(rows))
-    print(f"\n{len(rows)} rows written to {args.out}")
+    report = class_report(rows)
+    written = [args.out]
+    if report:  # per check, for the instructor: a table and a picture beside the CSV
+        table = args.out.with_name(f"{args.out.stem}-by-check.md")
+        table.write_text(report_markdown(report, len({r["student"] for r in rows})),
+                         encoding="utf-8")
+        picture = table.with_suffix(".png")
+        draw_report(report, picture)
+        written += [table, picture]
+    print(f"\n{len(rows)} rows written to {args.out}; per check: "
+          + (", ".join(map(str, written[1:])) or "no check ran"))
     return 0
 
 
