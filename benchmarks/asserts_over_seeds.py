@@ -8,6 +8,11 @@ many seeds it held for and which failed. `make replicate` stops at the first fai
 shows all of them at once, so a bound can be set from 20 or more seeds (issue 48).
 
     python benchmarks/asserts_over_seeds.py 03 [--seeds 0-19] [--jobs 2] [--timeout 900]
+                                                [--show EXPR ...]
+
+--show prints, per seed, the value of each expression in that seed's kernel after the run (for
+example --show 'accuracy - uniform_accuracy'), so a bound is set from the measured values, not
+only from which seeds passed it.
 
 Each seed runs in its own kernel; --jobs kernels at once (each on one torch thread, as the
 notebooks are). A cell that raises for another reason is reported as such.
@@ -57,8 +62,9 @@ class _Soften(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(call), node)
 
 
-def softened(nb):
-    """The notebook with its remove-cell asserts recorded instead of raised, outputs cleared."""
+def softened(nb, show: list[str]):
+    """The notebook with its remove-cell asserts recorded instead of raised, outputs cleared,
+    and a last cell that prints the records and the --show expressions as one JSON line."""
     nb = copy.deepcopy(nb)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -68,12 +74,18 @@ def softened(nb):
             tree = ast.fix_missing_locations(_Soften(i).visit(ast.parse(cell.source)))
             cell.source = ast.unparse(tree)
     nb.cells.insert(0, nbformat.v4.new_code_cell(PRELUDE))
-    nb.cells.append(nbformat.v4.new_code_cell(f"import json; print(json.dumps({RECORD}))"))
+    shown = "{" + ", ".join(f"{e!r}: _shown(lambda: {e})" for e in show) + "}"
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import json\n"
+        "def _shown(f):\n"
+        "    try:\n        return repr(f())\n"
+        "    except Exception as e:  # noqa: BLE001\n        return f'{type(e).__name__}: {e}'\n"
+        f"print(json.dumps({{'records': {RECORD}, 'shown': {shown}}}))"))
     return nb
 
 
-def run(path: Path, seed: int, timeout: int) -> dict:
-    nb = softened(nbformat.read(path, as_version=4))
+def run(path: Path, seed: int, timeout: int, show: list[str]) -> dict:
+    nb = softened(nbformat.read(path, as_version=4), show)
     client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
                             extra_arguments=KERNEL_ARGUMENTS,
                             resources={"metadata": {"path": str(path.parent)}})
@@ -81,8 +93,8 @@ def run(path: Path, seed: int, timeout: int) -> dict:
     errors = [(i, o["ename"], o["evalue"][:120]) for i, c in enumerate(nb.cells)
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     last = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
-    return {"seed": seed, "records": json.loads(last) if last.strip() else [],
-            "errors": errors}
+    found = json.loads(last) if last.strip() else {"records": [], "shown": {}}
+    return {"seed": seed, **found, "errors": errors}
 
 
 def seeds(text: str) -> list[int]:
@@ -100,10 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0-19", help="e.g. 0-19 or 11,13,21 (default 0-19)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    parser.add_argument("--show", action="append", default=[], metavar="EXPR",
+                        help="an expression to print per seed after the run (repeatable)")
     args = parser.parse_args(argv)
     (path,) = series.notebook_paths([args.notebook])
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda s: run(path, s, args.timeout), seeds(args.seeds)))
+        results = list(pool.map(lambda s: run(path, s, args.timeout, args.show),
+                                seeds(args.seeds)))
     table: dict[str, dict] = {}
     for result in results:
         for where, message, held, error in result["records"]:
@@ -122,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         mark = "ok " if not failed else "NO "
         print(f"{mark} {where:<20} held in {ok:>2}/{n}  {entry['message'] or ''}"
               + (f"  failed for seeds {sorted(failed)}" if failed else ""))
+    for expr in args.show:
+        print(f"\n{expr}:")
+        for result in results:
+            print(f"  seed {result['seed']:>3}: {result['shown'].get(expr, '(not run)')}")
     return 0
 
 

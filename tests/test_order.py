@@ -43,6 +43,26 @@ def test_a_kernel_names_the_cell_to_run_first_and_the_cell_still_fails(tmp_path,
     assert "not defined yet" not in "\n".join(typo.traceback)  # Python's own message
 
 
+def test_a_cell_run_before_the_import_cell_after_a_restart_gets_the_same_message(
+        tmp_path, monkeypatch):
+    """Issue 48: after a restart nothing has imported attnlab yet; the kernels of the
+    environment `make setup` built load the handler as an IPython extension at start."""
+    nb = new_notebook(cells=[
+        new_code_cell("print(ex03)"),  # the student's first cell after a restart
+        new_markdown_cell("## Set-up"),
+        new_code_cell("from attnlab.exercises import ex03"),
+    ])
+    path = tmp_path / "lesson.ipynb"
+    nbformat.write(nb, path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    NotebookClient(nb, timeout=60, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (early,) = nb.cells[0].outputs
+    shown = "\n".join(early.traceback)
+    assert "`ex03` is not defined yet" in shown and "cell 3 of 3" in shown, shown
+    assert "Traceback" not in shown
+
+
 def test_running_03s_training_cell_again_trains_the_same_model_not_more_of_it():
     """Issue 28: a student who runs the training cell twice must see the same curve twice,
     the one the prose beside it describes, not a model trained for twice the epochs."""

@@ -10,8 +10,11 @@ cell that makes it (its section heading and first line), and how to run the cell
 other NameError (a typo, a name no cell makes) keeps Python's own traceback.
 
 `install()` (called when `attnlab.exercises` is imported, which every notebook does) registers
-the handler with IPython; outside IPython it does nothing. The cell still fails, so Run All
-stops there as before.
+the handler with IPython; outside IPython it does nothing. A cell run before the import cell,
+the first thing a student does after a restart, would miss it, so this module is also an IPython
+extension that `make setup` names in the environment's kernel config
+(`.venv/etc/ipython/ipython_kernel_config.py`): every kernel of that environment has the handler
+from its first cell. The cell still fails, so Run All stops there as before.
 """
 from __future__ import annotations
 
@@ -110,8 +113,12 @@ def _handler(shell, etype, value, tb, tb_offset=None):
     return None
 
 
-def install() -> None:
-    """Register the handler with the running IPython, if any (see the module's docstring)."""
-    shell = get_ipython()
+def install(shell=None) -> None:
+    """Register the handler with `shell`, or with the running IPython if any (see the module's
+    docstring)."""
+    shell = shell or get_ipython()
     if shell is not None:
         shell.set_custom_exc((NameError,), _handler)
+
+
+load_ipython_extension = install  # IPython calls it with the shell when the kernel starts
