@@ -12,9 +12,12 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -98,3 +101,33 @@ def local_only(page, allowed: str) -> list[str]:
 
 
 KILL_STEPS = ((signal.SIGTERM, 10), (signal.SIGKILL, 10))
+
+
+class WebAppServer(ServerProcess):
+    """python space/app.py (what `make app` and a Space run) on a free port of 127.0.0.1, its
+    models from the app's cache or trained once before it listens; `stop()` stops everything
+    it started."""
+
+    START = 900  # s: training the models once, where the app's cache has none, on 2 cores
+
+    def __init__(self, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
+               "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False",
+               "PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch"}
+        super().__init__([sys.executable, str(REPO / "space" / "app.py")], log, cwd=REPO,
+                         env=env)
+        try:
+            self.wait_ready(self._answers, self.START, f"space/app.py on {self.url}")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(self.url, timeout=5) as response:
+            return response.status == 200
+
+    def stop(self):
+        """SIGINT (what Ctrl-C in `make app` sends), then SIGTERM, then SIGKILL to the group."""
+        self.signal_group(((signal.SIGINT, 30), *KILL_STEPS))

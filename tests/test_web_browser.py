@@ -12,29 +12,16 @@ condition with a generous bound, for slow 2-core CI machines.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import signal
-import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    KILL_STEPS,
-    NO_CHROMIUM,
-    ServerProcess,
-    free_port,
-    local_only,
-)
+from browser_support import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, WebAppServer, local_only
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "web"
-SERVER_START = 900  # s: training the models once, where the app's cache has none, on 2 cores
 ANSWER = 60  # s
 
 if not CHROMIUM.exists():
@@ -43,36 +30,10 @@ if not CHROMIUM.exists():
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 
-class Server(ServerProcess):
-    """python space/app.py on a free port of 127.0.0.1, stopped with everything it started."""
-
-    def __init__(self, log: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
-               "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False",
-               "PYTHONHASHSEED": "0", "KERAS_BACKEND": "torch"}
-        super().__init__([sys.executable, str(REPO / "space" / "app.py")], log, cwd=REPO,
-                         env=env)
-        try:
-            self.wait_ready(self._answers, SERVER_START, f"space/app.py on {self.url}")
-        except BaseException:
-            self.stop()
-            raise
-
-    def _answers(self) -> bool:
-        with urllib.request.urlopen(self.url, timeout=5) as response:
-            return response.status == 200
-
-    def stop(self):
-        """SIGINT (what Ctrl-C in `make app` sends), then SIGTERM, then SIGKILL to the group."""
-        self.signal_group(((signal.SIGINT, 30), *KILL_STEPS))
-
-
 @pytest.fixture(scope="module")
 def server():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    running = Server(ARTIFACTS / "server.log")
+    running = WebAppServer(ARTIFACTS / "server.log")
     try:
         yield running
     finally:
