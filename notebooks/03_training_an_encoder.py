@@ -209,11 +209,12 @@ print(f"{TINY.epochs} epochs of {len(y_train) // TINY.batch_size} steps; test ac
       "by epoch:", " ".join(fmt(a, 2) for a in test_acc))
 
 # %% tags=["remove-cell"]
-assert test_acc[-1] >= 0.97 and max(test_acc[:3]) < 0.6
+# over 24 series seeds: the last epoch 0.988-1.000; the first two below 0.57, the third up to 0.62
+assert test_acc[-1] >= 0.95 and max(test_acc[:2]) < 0.6
 
 # %% [markdown]
-# For three epochs the model stays near chance; then it finds the relation between the words and
-# the test accuracy climbs to the last epoch's value above. `attnlab.train.train_classifier()`
+# For its first two or three epochs the model stays near chance; then the test accuracy climbs
+# to the last epoch's value above. `attnlab.train.train_classifier()`
 # is this loop with its bookkeeping (data, vocabulary and model from the seed, a record of each
 # epoch); with no arguments it trains exactly this model.
 
@@ -281,14 +282,16 @@ print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} wi
 ex03.uniform_accuracy(guess, uniform_accuracy)
 
 # %% tags=["remove-cell"]
-assert accuracy >= 0.97 and uniform_accuracy < accuracy - 0.15
+# 55 models of this recipe (training seeds 0-39, and 0-4 under ATTNLAB_SEED 13, 17 and 21):
+# trained 0.965-1.000; uniform attention cost each 8.3 to 55 points, more than 40 in 42
+assert accuracy >= 0.95 and uniform_accuracy < accuracy - 0.05
 with attnlab.uniform_attention(model):  # the library's: the same edit, on every layer named
     assert evaluate(model, x_test, y_test)[1] == uniform_accuracy
 
 # %% [markdown]
-# Uniform weights cost this model much of its accuracy: much of what it gets right, it gets
-# right through its attention, so its weights are worth reading. How much it loses varies from
-# run to run (five models follow). From here on, `attnlab.uniform_attention(model)` does this.
+# Uniform weights cost this model accuracy: part of what it gets right, it gets right through
+# its attention, so its weights are worth reading. How much it loses varies from run to run
+# (five models follow; over 55 models, 8 to 55 points). From here on, `attnlab.uniform_attention(model)` does this.
 #
 # That is a fact about this model, not about the task. Under uniform attention each token
 # still carries its own position vector through the residual path, and a sum over tokens of
@@ -303,12 +306,13 @@ print("trained with uniform attention throughout, test accuracy by epoch:",
       " ".join(fmt(a, 2) for a in without.history["test_acc"]))
 
 # %% tags=["remove-cell"]
-assert without.test_accuracy > 0.9 and max(without.history["test_acc"][:3]) < 0.6
+# over 24 series seeds: 0.93-0.99 at the end, below 0.57 for the first two epochs
+assert without.test_accuracy > 0.9 and max(without.history["test_acc"][:2]) < 0.6
 
 # %% [markdown]
 # It learns too, more slowly, to above 0.9: word and position together solve this task without
 # attention. Our model took another road: it learned to relate its words through attention, so
-# taking attention away breaks it. Notebook 04 removes the positions instead.
+# taking attention away costs it. Notebook 04 removes the positions instead.
 
 # %% [markdown]
 # ## Where does it look?
@@ -428,11 +432,12 @@ for q_name, q in readers.items():
 # %% tags=["remove-cell"]
 share = {(a, b): weights[rows, :, readers[a], readers[b]].mean(0) for a in readers for b in readers}
 level = (1 / lengths.double()).mean()  # the uniform weight on one key, averaged over reviews
-assert share[("decisive word", "first word")].max() > 2 * level  # the decisive word reads the first
-assert share[("first word", "decisive word")].max() > 2 * level  # and the first reads the decisive
+# over 24 series seeds each at 1.97 times the uniform level or more
+assert share[("decisive word", "first word")].max() > 1.5 * level  # the decisive word reads the first
+assert share[("first word", "decisive word")].max() > 1.5 * level  # and the first reads the decisive
 
 # %% [markdown]
-# Each sentiment word reads the other: in some head the decisive word puts more than twice the
+# Each sentiment word reads the other: in some head the decisive word puts well above the
 # uniform weight on the first word, and in some head the first word on the decisive one.
 # After the block, each sentiment word's vector holds both words, and its own position tells
 # which came first.
@@ -479,19 +484,18 @@ print("the head whose uniform weights cost most, by seed:", most_needed)
 # %% tags=["remove-cell"]
 for row in table.values():
     one = [row[f"head {h}"] for h in range(4)]
-    assert row["trained"] >= 0.97 and row["all heads"] < row["trained"] - 0.15, "all heads cost"
+    assert row["trained"] >= 0.95 and row["all heads"] < row["trained"] - 0.05, "all heads cost"
     assert max(one) > row["trained"] - 0.05, "some head can go at almost no cost"
 assert sum(row["all heads"] < 0.7 for row in table.values()) >= 3, "most fall below 0.7"
-assert len(set(most_needed.values())) > 1, "not the same head in every model"
 weakest = [min(row[f"head {h}"] for h in range(4)) for row in table.values()]
 assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models than in others"
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Every model needs its attention: all four heads uniform cost each of the five at least 15
-# points, and leave most of them below 0.7 (chance is 0.5). One head at a time they differ.
+# Every model needs its attention: all four heads uniform cost each of the five accuracy, and
+# leave most of them below 0.7 (chance is 0.5). One head at a time they differ.
 # In every model some head can be made uniform at a cost of a few points at most; how much
-# the most needed head costs varies from model to model by more than ten points; and it is
-# not the same head in every model. So "head 0" names nothing: name a head by what you measure
+# the most needed head costs varies from model to model by more than ten points; and which
+# head that is, is printed above (under one of 24 series seeds all five agreed). So "head 0" names nothing: name a head by what you measure
 # in the model at hand. A heatmap of a head that can go at no cost looks as structured as any;
 # only the ablation tells it apart.
 
@@ -635,12 +639,12 @@ assert min(table[s]["trained"] - costs[s][0] for s in costs) < 0.02, "some: almo
 # - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
 #   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
 #   it to the test accuracy printed above on reviews a bag of words cannot solve.
-# - Before reading attention, take it away: uniform weights cost each of five models at least
-#   15 points and leave most below 0.7, so their weights carry much of their decisions. The
+# - Before reading attention, take it away: uniform weights cost each of five models accuracy
+#   and leave most below 0.7, so their weights carry much of their decisions. The
 #   task itself does not need attention: trained with uniform weights from the start, the same
 #   recipe also passed 0.9, through word and position.
-# - Scored against the uniform level, each sentiment word reads the other, in some head at
-#   more than twice uniform. Which head matters most changes from seed to seed: name a head by
+# - Scored against the uniform level, each sentiment word reads the other, in some head well
+#   above uniform. Which head matters most changes from seed to seed: name a head by
 #   what it does, never by its number.
 # - Hiding a word and zeroing its value roughly agree for these words; hiding "but" costs less
 #   than hiding the costlier sentiment word, by an amount that varies from model to model.
@@ -703,14 +707,14 @@ for s, best in readings.items():
 # %% tags=["remove-cell"]
 assert abs(readings[0]["decisive word"][0] - scores["decisive word"]["times_uniform"].max()) < 1e-12
 for best in readings.values():
-    assert max(v for v, _ in best.values()) > 2.0, "every model reads some sentiment word"
+    assert max(v for v, _ in best.values()) > 1.4, "every model reads some sentiment word"
 by_polarity = sum(max(best["positive word"][0], best["negative word"][0])
                   > max(best["first word"][0], best["decisive word"][0])
                   for best in readings.values())
 assert by_polarity >= 3, "most models read by polarity more than by position"
 
 # %% [markdown]
-# In every model some head reads a sentiment word at more than twice the uniform level. In
+# In every model some head reads a sentiment word well above the uniform level. In
 # most of the five the strongest reading is by polarity (a head that reads the positive word,
 # or the negative one, wherever it stands), not by position, and again the heads' numbers
 # change from model to model. What a head reads is a fact about one trained model; that the
@@ -782,14 +786,16 @@ fig.tight_layout()
 plt.show()
 
 # %% tags=["remove-cell"]
-assert said == {"post-norm": "at chance in both runs",
-                "post-norm + warm-up": "learned, but not steadily in both runs",
-                "pre-norm": "learned in both runs, and kept it"}
+# over 24 series seeds the best epoch of any run: post-norm 0.50-0.66, pre-norm 0.90-0.99,
+# post-norm with the warm-up 0.67-0.98; whether a run keeps what it learned changes with the seed
+best = {name: max(max(curve) for curve in runs) for name, runs in curves.items()}
+assert best["post-norm"] < 0.75 and best["pre-norm"] > 0.85
 
 # %% [markdown]
-# At this learning rate the post-norm model without warm-up never leaves chance, with either
-# seed. With the warm-up it does learn, but not steadily: of its two runs, at least one falls
-# back after its best epoch or never gets there (the figure shows which, and how far). Pre-norm learns in both seeds without any warm-up, and keeps what it learned. Two seeds
+# At this learning rate the post-norm model without warm-up stays near chance with either seed,
+# and pre-norm learns without any warm-up; the lines above say what each did here. Over 24
+# series seeds the same held (post-norm's best epoch at most 0.66, pre-norm's at least 0.90),
+# while the warm-up helped post-norm in most runs, not all. Two seeds
 # of one small model are not a law, and we have not measured *why*; Xiong et al. (2020) give
 # the analysis: a post-norm block's gradients are largest at the start of training, which is
 # what a warm-up's small first steps protect against.

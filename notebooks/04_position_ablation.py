@@ -211,7 +211,9 @@ assert max(lost["bag", "learned"] + lost["bag", "none"]) <= 1, "at most one test
 assert EPOCHS["contrast"] == TINY.epochs, "seed 0's learned run is notebook 03's model"
 assert min(acc["contrast", "learned"]) >= 0.97, "learned positions solve the contrast task"
 assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s.e. of 400)"
-assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.15
+# 55 models of this recipe (notebook 03's; training seeds 0-39, and 0-4 under ATTNLAB_SEED 13,
+# 17 and 21): uniform attention cost each 8.3 to 55 points, more than 40 in 42 of them
+assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.05
 
 # %%
 ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
@@ -221,7 +223,8 @@ ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 # wherever it stands, so neither positions nor attention have anything to add, and removing
 # positions from a bag-of-words task "changes nothing". On the contrast task the model with
 # learned positions comes close to 1 in both seeds (seed 0 is notebook 03's model), and under
-# uniform attention loses more than 15 points in each (chance: 0.5): it needs both. Without
+# uniform attention loses much of it in each (chance: 0.5): it needs both. Over 55 models of
+# this recipe every one lost at least 8 points, most more than 40. Without
 # positions it stays near chance: an encoder without positions is a *bag-of-words* model, and
 # "dull but superb" and "superb but dull" are the same input to it (one seed: the twins below
 # show that no seed and no amount of training could do better).
@@ -647,8 +650,8 @@ table = show_table(sorted(runs, key=lambda key: (key[0], ENCODINGS.index(key[1])
 # over training seeds 0-23: with positions 0.968-1.000, and under uniform attention 0.448-0.777
 # (learned; the smallest loss 0.22), 0.460-0.552 (sinusoidal, rotary); without positions
 # 0.438-0.545 both ways, 0.015 apart at most
-for p in ("learned", "sinusoidal", "rotary"):  # "loses more than 15 points"
-    assert all(a - u > 0.15 for a, u in zip(*table["contrast", p])), p
+for p, least in (("learned", 0.05), ("sinusoidal", 0.35), ("rotary", 0.35)):  # "loses more than"
+    assert all(a - u > least for a, u in zip(*table["contrast", p])), p
 assert all(a < 0.6 and abs(a - u) < 0.05 for a, u in zip(*table["contrast", "none"]))
 
 # %% [markdown]
@@ -661,7 +664,8 @@ assert all(a < 0.6 and abs(a - u) < 0.05 for a, u in zip(*table["contrast", "non
 #   was removed.
 # - Uniform attention tells whether a trained model needs its attention: the bag models with
 #   learned or no positions do not; every contrast model with positions does (it loses more
-#   than 15 points); the one without positions is at chance either way. Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
+#   than 5 points, the sinusoidal and rotary ones more than 35); the one without positions is
+#   at chance either way. Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
 # - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
 #   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
 #   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in
