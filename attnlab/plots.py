@@ -1,17 +1,64 @@
 """The pictures the series draws again and again: attention heatmaps with token labels, a
-per-head grid, training curves and bars of repeated measurements. Every notebook draws through
-these, so all of them look alike."""
+per-head grid, training curves and bars of repeated measurements, and `show_figure`, through
+which every figure of the series reaches the screen with its text alternative. Every notebook
+draws through these, so all of them look alike.
+
+Colours: importing this module sets matplotlib's property cycle to `STYLE`: Okabe and Ito's
+colour-blind-safe colours (Okabe & Ito 2008), each with its own marker and line style, so that no
+curve is told from another by colour alone; bars add a hatch (`HATCHES`). Heatmaps use viridis,
+perceptually uniform and readable in grey. tests/test_figures.py holds every stored figure to
+these."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from cycler import cycler
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from .checks import check_int
+from .figure_text import describe, styles
 
 MAX_WIDTH = 15.0  # inches: about what a notebook shows without shrinking a figure's text
+# Okabe-Ito, without its yellow (1.1:1 on white) and its black (kept for reference lines).
+BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY = (
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
+PALETTE = (BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY)
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
+# markevery=0.06: markers at least 6 % of the plot's diagonal apart, so a curve of 2,000 steps
+# is not a smear of markers, while one of ten epochs shows every point.
+STYLE = {"axes.prop_cycle": cycler(color=PALETTE) + cycler(marker=MARKERS)
+         + cycler(linestyle=LINESTYLES) + cycler(markevery=[0.06] * len(PALETTE))}
+plt.rcParams.update(STYLE)
 # Notebook 02's two variants, the same colours in every plot and widget that compares them.
-UNSCALED_COLOR, SCALED_COLOR = "#c44e52", "#4c72b0"
+UNSCALED_COLOR, SCALED_COLOR = VERMILION, BLUE
+
+
+def show_figure(fig: Figure | None = None) -> None:
+    """Display `fig` (default: every open figure) with its text alternative, then close it.
+
+    In a notebook the figure's image carries `figure_text.describe`'s alternative (the site and
+    the decks make it the image's alt text) and is followed by a collapsed caption: the same
+    sentences, and the figure's numbers as tables to open. The colours and marks drawn go into
+    the output's metadata for the palette test. Outside IPython this is `plt.show()`.
+    """
+    try:
+        from IPython import get_ipython  # noqa: PLC0415 - a kernel has IPython; the library need not
+        from IPython.display import display  # noqa: PLC0415
+    except ImportError:
+        get_ipython = None  # noqa: N806
+    if get_ipython is None or get_ipython() is None:
+        plt.show()
+        return
+    figures = [fig] if fig is not None else [plt.figure(n) for n in plt.get_fignums()]
+    for figure in figures:
+        text = describe(figure)
+        display(figure, metadata={"image/png": {"alt": text.alt},
+                                  "attnlab": {"styles": styles(figure)}})
+        display({"text/plain": text.alt, "text/html": text.html()}, raw=True)
+        plt.close(figure)
 
 
 def _to_numpy(weights) -> np.ndarray:
@@ -47,7 +94,7 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, ax=None, titl
     if highlight is not None:
         for i in np.atleast_1d(highlight):  # key indices
             ax.get_xticklabels()[check_int("highlight", i, minimum=0, maximum=w.shape[1] - 1)
-                                 ].set_color("red")
+                                 ].set(color="red", fontweight="bold")  # not colour alone
     if annotate is None:
         annotate = max(w.shape) <= 8
     if annotate:
@@ -134,8 +181,8 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
                      title=None):
     """Grouped bar chart of repeated measurements: `groups` maps a group name (e.g. a task) to
     {variant name: list of values (e.g. one per seed)}. Each bar is the mean, its error bar the
-    range (min to max), and the dots the single values. `chance` draws a dashed reference line.
-    Returns the Figure."""
+    range (min to max), and the dots the single values; variants differ by colour and hatch.
+    `chance` draws a dashed reference line. Returns the Figure."""
     if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
         raise TypeError(f"groups must be a dict of dicts {{group: {{variant: values}}}}, "
                         f"got {type(groups).__name__}")
@@ -143,7 +190,6 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
         raise ValueError(f"groups must be a non-empty dict of non-empty dicts, got {groups!r}")
     variants = list(dict.fromkeys(v for g in groups.values() for v in g))
     width = 0.8 / len(variants)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, ax = plt.subplots(figsize=(min(10.0, 1.6 + 1.1 * len(groups) * len(variants)), 3.6))
     for j, variant in enumerate(variants):
         for i, group in enumerate(groups):
@@ -153,7 +199,8 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
             x = i + (j - (len(variants) - 1) / 2) * width
             mean = values.mean()
             first = next(k for k, g in enumerate(groups) if len(groups[g].get(variant, [])))
-            ax.bar(x, mean, width * 0.9, color=colors[j % len(colors)],
+            ax.bar(x, mean, width * 0.9, color=PALETTE[j % len(PALETTE)],
+                   hatch=HATCHES[j % len(HATCHES)], edgecolor="black", linewidth=0.5,
                    label=variant if i == first else None,  # one legend entry per variant
                    yerr=[[mean - values.min()], [values.max() - mean]], capsize=4)
             ax.plot(np.full(values.size, x), values, "k.", markersize=5)
@@ -190,7 +237,7 @@ def accuracy_curves(histories: dict, title=None, chance: float | None = None,
         values = np.array([h[metric] for h in runs], dtype=float)  # (runs, epochs)
         epochs = np.asarray(runs[0]["epoch"])
         label = f"{name} (mean of {len(runs)})" if len(runs) > 1 else f"{name} (1 run)"
-        line, = ax.plot(epochs, values.mean(0), "o-", markersize=3, label=label)
+        line, = ax.plot(epochs, values.mean(0), markersize=4, label=label)  # STYLE's marks
         ax.fill_between(epochs, values.min(0), values.max(0), color=line.get_color(), alpha=0.2)
     if chance is not None:
         ax.axhline(chance, color="gray", linestyle="--", linewidth=1, label="chance")
@@ -216,6 +263,7 @@ def layer_head_grid(maps, title: str | None = None):
         for head in range(H):
             ax = axes[layer, head]
             ax.imshow(_to_numpy(weights[0, head]), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_label(f"layer {layer} head {head}")  # its name in the figure's text
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
