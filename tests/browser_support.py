@@ -131,3 +131,17 @@ class WebAppServer(ServerProcess):
     def stop(self):
         """SIGINT (what Ctrl-C in `make app` sends), then SIGTERM, then SIGKILL to the group."""
         self.signal_group(((signal.SIGINT, 30), *KILL_STEPS))
+
+
+def axe_violations(page, axe: Path, context: str = "document",
+                   rules: list[str] | None = None) -> list[tuple]:
+    """(rule id, impact, node count, up to three selectors) of each axe-core violation in
+    `context` (a JS expression) of `page`: the rules axe runs by default (WCAG 2.0/2.1 A and AA,
+    and best practice), or only `rules`. `axe` is web/node_modules/axe-core/axe.min.js."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(axe))
+    only = f", runOnly: {{type: 'rule', values: {list(rules)!r}}}" if rules else ""
+    found = page.evaluate(f"""async () => (await axe.run({context}, {{resultTypes:
+        ['violations']{only}}})).violations.map(v => [v.id, v.impact, v.nodes.length,
+        v.nodes.slice(0, 3).map(n => n.target.join(' '))])""")
+    return [tuple(v) for v in found]

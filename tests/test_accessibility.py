@@ -15,11 +15,19 @@ Chromium or without `make vendor`'s packages.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, WebAppServer, local_only
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    NO_CHROMIUM,
+    WebAppServer,
+    axe_violations,
+    local_only,
+)
 
 from attnlab.classroom import site
 from attnlab.classroom.series import notebook_paths
@@ -34,7 +42,7 @@ READY = 60_000  # ms: reveal.js, MathJax or the app ready, on a busy 2-core mach
 if not CHROMIUM.exists():
     pytest.skip(NO_CHROMIUM, allow_module_level=True)
 
-from playwright.sync_api import sync_playwright  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 try:
     MODULES = site.vendored()
@@ -58,15 +66,8 @@ _STRUCTURE = """() => [document.querySelectorAll('main, [role="main"]').length,
                       document.querySelectorAll('h1, [role="heading"][aria-level="1"]').length]"""
 
 
-def _axe(page, context: str = "document") -> list[tuple[str, str, int]]:
-    """(rule id, impact, node count) of each axe-core violation in `context` (a JS expression)
-    of `page`, with the rules axe runs by default (WCAG 2.0/2.1 A and AA, and best practice)."""
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(AXE))
-    found = page.evaluate(f"""async () => (await axe.run({context}, {{resultTypes:
-        ['violations']}})).violations.map(v => [v.id, v.impact, v.nodes.length,
-        v.nodes.slice(0, 3).map(n => n.target.join(' '))])""")
-    return [tuple(v) for v in found]
+def _axe(page, context: str = "document") -> list[tuple]:
+    return axe_violations(page, AXE, context)
 
 
 def _report(failures: dict[str, list]) -> str:
@@ -136,6 +137,29 @@ def test_axe_finds_nothing_on_the_site(built, page):
             failures[path.name] = found
     assert not failures, "axe-core violations on the site:\n" + _report(failures)
     assert page.refused == []
+
+
+def test_a_screen_reader_hears_what_each_figure_shows(built, page):
+    """Every figure of the site and the decks is an image whose accessible name (what a
+    screen reader says, as Chromium computes it; on a slide not shown yet too) is its text
+    alternative, never nbconvert's placeholder; on the site a caption opens to the figure's
+    numbers (issue 50)."""
+    placeholder = "No description has been provided for this image"
+    for kind in ("site", "slides"):
+        pages = [p for p in built[kind] if p.name != "index.html"]
+        for path in pages:
+            text = path.read_text(encoding="utf-8")
+            assert placeholder not in text, path.name
+        _open(page, next(p for p in pages if p.name.startswith("01_")))
+        heatmap = page.get_by_role("img", include_hidden=kind == "slides", name=re.compile(
+            r"^Figure\. attention weights of the worked example: heatmap, 1 row \(query\) by "
+            r"3 columns \(key\).*Largest in each row: 'q' → 'k0'"))
+        expect(heatmap).to_have_count(1)
+    page.goto(next(p for p in built["site"] if p.name.startswith("01_")).as_uri())
+    caption = page.locator("details.attnlab-figure-text").first
+    caption.locator("summary").click()
+    expect(caption.locator("table")).to_be_visible()
+    assert caption.locator("tbody tr").count() == 1  # one query row: q
 
 
 def test_axe_finds_nothing_on_any_slide_of_any_deck(built, page):

@@ -35,7 +35,13 @@ def test_a_diagram_fits_a_slide_and_its_smallest_text_is_legible(name):
     assert (x, y) == (0, 0) and width <= 960 and height <= 420, "fits under a slide's heading"
     assert (float(root.get("width")), float(root.get("height"))) == (width, height)  # 1 unit: 1 px
     assert "max-width:100%" in root.get("style", "").replace(" ", "")  # shrinks, never overflows
-    assert root.find(SVG + "title").text.strip()  # what a screen reader says
+    # What a screen reader says: the title as its name, the description after it (issue 50),
+    # with ids of its own so that two diagrams on one page never share one.
+    title, desc = root.find(SVG + "title"), root.find(SVG + "desc")
+    assert root.get("role") == "img"
+    assert title.text.strip() and title.get("id") == root.get("aria-labelledby") == f"title-{name}"
+    assert len(desc.text.split()) >= 30 and desc.get("id") == root.get("aria-describedby") == (
+        f"desc-{name}")
     sizes = list(texts_with_sizes(root))
     assert sizes and min(s for _, s in sizes) >= MIN_FONT, [t for t in sizes if t[1] < MIN_FONT]
 
@@ -50,6 +56,8 @@ def test_its_notebook_shows_it_as_stored(name):
     assert len(cells) == 1, f"{path.name} shows {name} once"
     (output,) = cells[0].outputs
     assert output["data"]["image/svg+xml"].strip() == diagrams.show(name).data.strip()
+    # its words, which the site and the decks make the picture's alt text
+    assert output["metadata"]["image/svg+xml"]["alt"] == diagrams.alt_text(name)
     assert "hide-input" in cells[0].metadata.get("tags", [])  # the picture, not the call
 
 

@@ -10,9 +10,12 @@ that they are legible on a 1280x720 slide (tests/test_diagrams.py).
 """
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from importlib import resources
 
 from ..checks import check_choice
+
+_SVG = "{http://www.w3.org/2000/svg}"
 
 DIAGRAMS = {  # name: (notebook, what it shows)
     "qkv_heads": ("01", "queries, keys and values, split into heads, attended, merged"),
@@ -30,8 +33,18 @@ def svg_text(name: str) -> str:
     return resources.files(__name__).joinpath(f"{name}.svg").read_text(encoding="utf-8")
 
 
+def alt_text(name: str) -> str:
+    """What diagram `name` shows, in words: its `<title>`, then its `<desc>`. The site and the
+    decks show a diagram as an image, which hides the SVG's own text from a screen reader, so
+    this goes into the image's alt (attnlab-page and attnlab-slides templates)."""
+    root = ET.fromstring(svg_text(name))
+    title, desc = (root.find(_SVG + tag).text.strip() for tag in ("title", "desc"))
+    return f"Diagram: {title}. {desc}"
+
+
 def show(name: str):
-    """Diagram `name` for a notebook cell to display (IPython's SVG object)."""
+    """Diagram `name` for a notebook cell to display (IPython's SVG object, its `alt_text` in
+    the output's metadata)."""
     from IPython.display import SVG  # noqa: PLC0415 - a kernel has IPython; the library need not
 
-    return SVG(data=svg_text(name))
+    return SVG(data=svg_text(name), metadata={"alt": alt_text(name)})
