@@ -250,9 +250,13 @@ def result_html(r: dict, seconds: float | None = None) -> str:
             f'</div>')
     if seconds is not None:
         parts.append(f'<div class="attnlab-sentiment-time" style="color:#777;font-size:85%">'
-                     f'answered in {seconds * 1000:.0f} ms; token colour = attention received '
-                     f'(last layer, mean of heads and queries)</div>')
+                     f'answered in {seconds * 1000:.0f} ms; {SHADING_LEGEND}</div>')
     return "\n".join(parts)
+
+
+#: what the shade and the number beside each token mean: the legend of the widget and the web app
+SHADING_LEGEND = ("the number after each token, and its shade (darker: more), is the attention "
+                  "it received (last layer, mean of the heads and of the queries)")
 
 
 def token_shades(m: dict) -> list[tuple[str, float, float, bool]]:
@@ -281,7 +285,8 @@ def _token_strip(m: dict) -> str:
                  f"color:{'white' if alpha > 0.45 else 'black'};padding:1px 3px;margin:1px;"
                  f"border-radius:3px" + (";text-decoration:line-through" if unknown else ""))
         spans.append(f'<span class="{cls}" title="{html.escape(title)}" style="{style}">'
-                     f'{html.escape(token)}</span>')
+                     f'{html.escape(token)} <small class="attnlab-sentiment-weight">'
+                     f'{weight:.2f}</small></span>')
     return " ".join(spans)
 
 

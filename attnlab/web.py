@@ -20,16 +20,16 @@ from typing import NamedTuple
 
 import gradio as gr
 
-from .app import EXAMPLE_REVIEW, MODEL_NAMES, SentimentApp, echo, token_shades
+from .app import EXAMPLE_REVIEW, MODEL_NAMES, SHADING_LEGEND, SentimentApp, echo, token_shades
 
 #: a review longer than this is cut before it is read: both models read only its start anyway
 #: (MiniLM 254 word pieces, the TinyTransformer 64 words), and the cut keeps every answer fast
 MAX_CHARS = 100_000
 CAVEAT = (
-    "How to read the shading: a darker token received more attention (last layer, mean of the "
-    "heads and of the queries). Attention weight is not information: notebook 06 measures that "
-    "[CLS] receives the most weight in every layer, yet zeroing what it carries changes almost "
-    "nothing. A shaded token is where a model looked, not why it decided.")
+    f"How to read the shading: {SHADING_LEGEND}. Attention weight is not information: "
+    "notebook 06 measures that [CLS] receives the most weight in every layer, yet zeroing "
+    "what it carries changes almost nothing. A shaded token is where a model looked, not why "
+    "it decided.")
 MODELS = tuple(MODEL_NAMES)  # ("minilm", "tiny"): the order of the page's columns
 
 
@@ -65,8 +65,9 @@ def handle(app: SentimentApp, text) -> Answer:
     if cut:
         notes.insert(0, f"Very long review ({len(text):,} characters): only the first "
                         f"{MAX_CHARS:,} were read.")
-    tokens = {name: [(token, round(relative, 3)) for token, _, relative, _ in
-                     token_shades(result["models"][name])] for name in MODELS}
+    # The number beside each token, so that the shade is never the only cue (WCAG 1.4.1).
+    tokens = {name: [(f"{token} {weight:.2f}", round(relative, 3)) for token, weight, relative, _
+                     in token_shades(result["models"][name])] for name in MODELS}
     return Answer("\n".join(notes) or "Both models read the whole review.",
                   echo(result["text"]),
                   _label(result["models"]["minilm"]), tokens["minilm"],

@@ -68,7 +68,9 @@ def _type_review(page, text: str):
 
 
 def _tokens(page, model: str) -> list[str]:
-    return [t.strip() for t in page.locator(f"#{model}-tokens .score-token").all_inner_texts()]
+    """The tokens shown, without the attention number beside each (checked once below)."""
+    return [t.strip().rsplit(" ", 1)[0] for t in
+            page.locator(f"#{model}-tokens .score-token").all_inner_texts()]
 
 
 def _label(page, model: str) -> str:
@@ -91,6 +93,8 @@ def test_the_web_app_answers_a_review_and_shows_html_as_text(page, server):
         tokens = _tokens(page, "minilm")
         assert tokens[:3] == ["[CLS]", "the", "film"] and tokens[-1] == "[SEP]", tokens
         assert "awful" in _tokens(page, "tiny")
+        beside = page.locator("#minilm-tokens .score-token").first.inner_text().split()
+        assert len(beside) == 2 and 0.0 < float(beside[1]) <= 1.0, beside  # not colour alone
         shaded = page.locator("#minilm-tokens .score-token").first.evaluate(
             "e => getComputedStyle(e).backgroundColor")
         assert shaded not in ("rgba(0, 0, 0, 0)", "transparent"), shaded  # [CLS]: the most
