@@ -13,6 +13,7 @@ into an HTML widget, so "<b>" shows as "<b>" rather than turning text bold.
 """
 from __future__ import annotations
 
+import base64
 import html
 import io
 import math
@@ -26,6 +27,7 @@ from matplotlib.figure import Figure
 from .attention import scaled_dot_product_attention
 from .checks import check_choice, check_int, check_number, check_str
 from .data import LABELS
+from .figure_text import describe
 from .plots import SCALED_COLOR, UNSCALED_COLOR
 from .report import fmt
 from .scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
@@ -223,8 +225,9 @@ class SoftmaxScaleExplorer:
 
     The query and keys are the first d_k coordinates of one fixed random draw
     (`attnlab.scaling.softmax_pair`), so moving the slider only adds dimensions. The two
-    distributions are drawn side by side as a PNG in an Image widget (no output capture, so
-    executing the notebook headlessly stores no stray figures).
+    distributions are drawn side by side as a PNG, an <img> with its text alternative as alt in
+    an HTML widget (no output capture, so executing the notebook headlessly stores no stray
+    figures).
 
     In the DOM: box `attnlab-dk-explorer`, slider description `d_k` (class `attnlab-dk-slider`),
     numbers in `attnlab-dk-summary`, figure in `attnlab-dk-plot`.
@@ -241,7 +244,9 @@ class SoftmaxScaleExplorer:
         self.slider.observe(self.update, names="value")
         self.summary = w.HTML()
         self.summary.add_class("attnlab-dk-summary")
-        self.image = w.Image(format="png")
+        # An <img> with an alt (the bars in words): ipywidgets' Image has no alt, and its
+        # tooltip, a title, breaks its view in ipywidgets 8.1 ("Failed to create view").
+        self.image = w.HTML()
         self.image.add_class("attnlab-dk-plot")
         self.widget = w.VBox([self.slider, self.summary, self.image, restart_note()])
         self.widget.add_class("attnlab-dk-explorer")
@@ -270,7 +275,7 @@ class SoftmaxScaleExplorer:
     def draw(self, view: dict | None = None, fig=None):
         """Both distributions as bar charts side by side; returns the Figure.
 
-        Without `fig` this draws with pyplot (the notebook then calls plt.show()); the widget
+        Without `fig` this draws with pyplot (the notebook then calls show_figure()); the widget
         passes a bare matplotlib Figure and renders it to PNG itself.
         """
         v = self.view() if view is None else view
@@ -301,7 +306,10 @@ class SoftmaxScaleExplorer:
         fig = self.draw(v, fig=Figure(figsize=(9, 3), dpi=80))
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
-        self.image.value = buffer.getvalue()
+        self.png = buffer.getvalue()
+        data = base64.b64encode(self.png).decode("ascii")
+        self.image.value = (f'<img src="data:image/png;base64,{data}" '
+                            f'alt="{html.escape(describe(fig).alt)}">')
         return v
 
     def _repr_mimebundle_(self, **kwargs):

@@ -154,12 +154,12 @@ def test_explorer_view_matches_softmax_pair_and_attention():
 
 def test_explorer_slider_changes_the_distributions():
     e = SoftmaxScaleExplorer(d_ks=[4, 64, 1024], d_k=4)
-    first_png, first_summary = bytes(e.image.value), e.summary.value
+    first_png, first_summary = e.png, e.summary.value
     assert first_png.startswith(b"\x89PNG")
     e.slider.value = 1024
     v = e.view()
     assert v["d_k"] == 1024
-    assert bytes(e.image.value) != first_png and e.summary.value != first_summary
+    assert e.png != first_png and e.summary.value != first_summary
     assert shown_numbers(e.summary.value, "attnlab-max-unscaled") == [round(v["max_unscaled"], 3)]
     assert shown_numbers(e.summary.value, "attnlab-max-scaled") == [round(v["max_scaled"], 3)]
     assert v["max_unscaled"] > 0.99 > 0.5 > v["max_scaled"]  # unscaled one-hot, scaled spread
