@@ -36,7 +36,7 @@ import torch
 import attnlab
 from attnlab import diagrams
 from attnlab.exercises import ex01
-from attnlab.plots import attention_heatmap, head_grid
+from attnlab.plots import attention_heatmap, head_grid, show_figure
 from attnlab.report import fmt
 from attnlab.widgets import AttentionPlayground
 
@@ -163,7 +163,7 @@ assert vec(output[0]) == "[5.797, 4.203]"
 _, ax = plt.subplots(figsize=(8, 2))
 attention_heatmap(weights, ["q"], ["k0", "k1", "k2"], ax=ax,
                   title="attention weights of the worked example")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # ## Your turn: attention in three lines
@@ -223,7 +223,7 @@ assert fmt(w0[-1], 3) == "0.992" and (w_s > 0).all(), "at 32 × q key 0 takes 0.
 _, ax = plt.subplots(figsize=(8, 3.8))
 attention_heatmap(w_s, [f"{c} × q" for c in stretches], ["k0", "k1", "k2"], ax=ax,
                   title="stretching the query")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # At 32 × q key 0 takes 0.992 of the weight and the output is almost its value [10, 0]: the soft
@@ -444,7 +444,7 @@ assert same, "the ten-line multi-head attention must match attnlab's"
 T = len(tokens)
 head_grid(heads[0], tokens, title=f"untrained self-attention, 4 heads (uniform = 1/T = 1/{T})",
           with_mean=False, panel_size=2.5)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Does any head prefer a word? Beside each head's largest weights we print the uniform level,

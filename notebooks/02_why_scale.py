@@ -32,7 +32,6 @@
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
@@ -41,7 +40,7 @@ import attnlab
 from attnlab import scaling
 from attnlab.attention import causal_mask
 from attnlab.exercises import ex02
-from attnlab.plots import against_d_k
+from attnlab.plots import against_d_k, show_figure
 from attnlab.report import fmt
 from attnlab.widgets import SoftmaxScaleExplorer
 
@@ -89,7 +88,7 @@ ex02.std_at_256(guess, std[d_ks == 256][0])
 against_d_k(d_ks, std, std / np.sqrt(d_ks), "standard deviation",
             labels=("std(q·k)", "std(q·k / √d_k)"), log_y=True, reference=np.sqrt(d_ks),
             reference_label="√d_k", title=f"spread of the dot product (fitted slope {slope:.2f})")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # The variances of the $d_k$ terms add up to $d_k$, so the standard deviation is $\sqrt{d_k}$:
@@ -121,7 +120,7 @@ assert (np.abs(top["scaled"] - 0.25) < 0.03).all(), "scaled: about 0.25 at every
 against_d_k(d_ks, top["unscaled"], top["scaled"], "mean largest weight", reference=1 / 16,
             reference_label="uniform (1/16)", ylim=(0, 1.05),
             title="how peaked is the softmax? (16 keys)")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Without the division the largest weight grows with every doubling of $d_k$, from below 0.5 to
@@ -172,7 +171,7 @@ print(explorer.text())
 
 # %% tags=["hide-input"]
 explorer.draw()
-plt.show()
+show_figure()
 
 # %%
 explorer.widget
@@ -208,7 +207,7 @@ assert (np.abs(grad["scaled"] - 1) < 0.2).all(), "scaled: about 1 at every d_k"
 # %% tags=["hide-input"]
 against_d_k(d_ks, grad["unscaled"], grad["scaled"], "median ‖∂L/∂q‖", log_y=True,
             title="gradient reaching the query")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Without the scale, the gradient at $d_k = 1024$ is hundreds of times smaller than with it;

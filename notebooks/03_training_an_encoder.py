@@ -47,7 +47,7 @@ from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_review
 from attnlab.exercises import ex03
 from attnlab.models import TinyTransformer
 from attnlab.parallel import parallel_map
-from attnlab.plots import accuracy_curves, attention_heatmap
+from attnlab.plots import accuracy_curves, attention_heatmap, show_figure
 from attnlab.probes import target_scores
 from attnlab.recipes import TINY
 from attnlab.report import fmt
@@ -227,7 +227,7 @@ ax.set(xlabel="epoch", ylabel="test accuracy", ylim=(0.4, 1.02),
 ax.legend(loc="lower right")
 ax.grid(alpha=0.3)
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% tags=["remove-cell"]
 trained = train_classifier()  # notebook 03's recipe in one call: the same weights, bit for bit
@@ -338,7 +338,7 @@ def show_review(i, heads):
                           title=f"head {h}", vmax=4.0, highlight=int(pos_test[i]))
     fig.suptitle(f"{LABELS[int(y_test[i])]} review, P(positive) = {p:.3f}: weight × T")
     fig.tight_layout()
-    plt.show()
+    show_figure()
 
 
 sentiment_ids = torch.tensor([vocab.stoi[w] for w in (*POSITIVE, *NEGATIVE)])
@@ -783,7 +783,7 @@ ax.set(xlabel="epoch", ylabel="test accuracy", ylim=(0.4, 1.02),
 ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
 ax.grid(alpha=0.3)
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% tags=["remove-cell"]
 # over 24 series seeds the best epoch of any run: post-norm 0.50-0.66, pre-norm 0.90-0.99,
@@ -986,7 +986,7 @@ assert (wider > 1.5).all() and np.sort(wider)[1] > 2, "wider in every seed, twic
 # %% tags=["hide-input"]
 accuracy_curves({name: [r.history for r in group] for name, group in scale_runs.items()},
                 chance=0.5, figsize=(8, 4), title="one head of d_head = 64, three seeds each")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Without the division the model does not stall. It learns *faster*: after 4 epochs it is ahead
@@ -1042,7 +1042,7 @@ assert folded_guess == "unscaled", "the prose says: nearer the unscaled model's"
 accuracy_curves({name: [r.history for r in group] for name, group in scale_runs.items()},
                 chance=0.5, figsize=(8, 4),
                 title="the scale folded into W_Q at initialisation, three seeds")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # The folded model starts as the scaled one, yet in every seed its scores end up wider than the

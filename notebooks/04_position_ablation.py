@@ -50,7 +50,7 @@ from attnlab.data import (
 from attnlab.exercises import ex04
 from attnlab.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
 from attnlab.parallel import parallel_map
-from attnlab.plots import accuracy_curves
+from attnlab.plots import accuracy_curves, show_figure
 from attnlab.recipes import TINY
 from attnlab.report import fmt
 from attnlab.train import (
@@ -332,7 +332,7 @@ ax.set_xlabel("position p")
 ax.set_ylabel("dimension")
 ax.set_title("sinusoidal PE[p, :] for d = 32, one column per position")
 fig.colorbar(image, ax=ax, fraction=0.03)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # **Predict first.** How long (its L2 norm) is one of these position vectors, for d = 32? Does it
@@ -449,7 +449,7 @@ assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.95
 
 # %% tags=["hide-input"]
 accuracy_curves(bag_curves, chance=0.5, title="bag task: does the size of the words matter?")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Without positions both seeds are at 0.98 or above after two epochs; with sinusoidal positions
@@ -608,7 +608,7 @@ for ax, (name, s) in zip(axes, scores.items()):
     ax.set_ylabel("query position m")
 fig.suptitle("score of word a at m against word b at n (untrained layer)")
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # With rotary positions every diagonal of the score matrix holds one value: the score is a
@@ -641,7 +641,7 @@ assert reach["rotary"][0] > max(reach["learned"]), "later than learned, in this 
 accuracy_curves({p: [r.history for r in runs["contrast", p]]
                  for p in ("learned", "sinusoidal", "rotary", "none")},
                 chance=0.5, title="contrast task: test accuracy per epoch")
-plt.show()
+show_figure()
 
 # %%
 table = show_table(sorted(runs, key=lambda key: (key[0], ENCODINGS.index(key[1]))))

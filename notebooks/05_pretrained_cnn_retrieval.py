@@ -45,7 +45,7 @@ from attnlab import retrieval, sets
 from attnlab.embeddings import mobilenet_v2, pixel_features, preprocess
 from attnlab.exercises import ex05
 from attnlab.parallel import parallel_map
-from attnlab.plots import attention_heatmap
+from attnlab.plots import BLUE, VERMILION, attention_heatmap, show_figure
 from attnlab.probes import target_roles
 from attnlab.report import fmt
 from attnlab.retrieval import CLASS_NAMES
@@ -98,7 +98,7 @@ for ax, image, title in ((axes[0], x_test[0], f"28×28 original ({CLASS_NAMES[y_
     ax.set_title(title, fontsize=11)
     ax.axis("off")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Every image becomes one row of 1,280 numbers. The rival is **raw pixels**: each image as the
@@ -279,10 +279,11 @@ for name, one in (("MobileNetV2", hit_cnn), ("raw pixels", hit_pix)):
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-for (name, points), colour in zip(curve.items(), ("C0", "C1")):
-    axes[0].plot(taus, [a for a, _ in points], "o-", color=colour, label=f"{name}: soft vote")
-    axes[0].axhline(points[0][0], color=colour, ls=":", lw=1.5, label=f"{name}: 1-NN")
-    axes[1].plot(taus, [w for _, w in points], "o-", color=colour, label=name)
+for (name, points), (colour, mark, guide) in zip(curve.items(), ((BLUE, "o-", ":"),
+                                                                  (VERMILION, "s--", "-."))):
+    axes[0].plot(taus, [a for a, _ in points], mark, color=colour, label=f"{name}: soft vote")
+    axes[0].axhline(points[0][0], color=colour, ls=guide, lw=1.5, label=f"{name}: 1-NN")
+    axes[1].plot(taus, [w for _, w in points], mark, color=colour, label=name)
 axes[0].axhline(chance, color="gray", ls="--", lw=1, label="chance")
 axes[0].set(xscale="log", xlabel="temperature τ", ylabel="top-1", ylim=(0, 1),
             title="softmax(cos / τ) · labels")
@@ -292,7 +293,7 @@ axes[1].set(xscale="log", yscale="log", xlabel="temperature τ", ylabel="mean la
             title="how peaked is the softmax?")
 axes[1].legend(fontsize=10)
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Both curves start at 1-NN's top-1 for small τ, rise a little above it where a handful of close
@@ -327,16 +328,17 @@ def show_sets(rows, images, members, odd):
             ax.imshow(images[members[i, j]], cmap="gray")
             ax.set_xticks([])
             ax.set_yticks([])
-            if j == int(odd[i]):
+            if j == int(odd[i]):  # a red frame, and a word: not colour alone
                 for spine in ax.spines.values():
                     spine.set_edgecolor("red")
                     spine.set_linewidth(3)
+                ax.set_xlabel("odd", fontsize=11)
         axes[r, 0].set_ylabel(f"set {i}", fontsize=11)
         axes[r, 9].set_title(f"9 × {CLASS_NAMES[majority]}, odd: "
                              f"{CLASS_NAMES[y_test[members[i, int(odd[i])]]]}",
                              fontsize=11, loc="right")
     fig.subplots_adjust(left=0.04, right=0.99, top=0.9, bottom=0.02)
-    plt.show()
+    show_figure()
 
 
 show_sets([0, 1, 2], x_test, test_sets, test_odd)
@@ -513,7 +515,7 @@ for i in (0, 1):
         ax.get_yticklabels()[int(test_odd[i])].set_color("red")
         ax.tick_params(labelsize=10, labelrotation=0)
     plt.tight_layout()
-    plt.show()
+    show_figure()
 
 # %% [markdown]
 # Two pictures cannot say what a head does in general; a measurement over the 1,000 test sets

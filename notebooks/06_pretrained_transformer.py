@@ -44,7 +44,7 @@ from attnlab import data
 from attnlab.app import EXAMPLE_REVIEW, SentimentApp
 from attnlab.exercises import ex06
 from attnlab.minilm import model_files
-from attnlab.plots import attention_heatmap, layer_head_grid
+from attnlab.plots import BLUE, ORANGE, attention_heatmap, layer_head_grid, show_figure
 from attnlab.recipes import HEAD
 from attnlab.report import fmt
 from attnlab.sentiment import attention_patterns, encode_without_key, fit_head
@@ -150,7 +150,7 @@ ax.set_title("cosine similarity of MiniLM sentence vectors (−1 to 1)", fontsiz
 colorbar = plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
 colorbar.ax.tick_params(labelsize=11)
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %%
 others = similarity - 2 * torch.eye(len(sentences))  # rule out each sentence itself
@@ -271,7 +271,7 @@ for ax in fig.axes:  # head and layer labels readable on a slide
     ax.title.set_fontsize(11)
     ax.yaxis.label.set_fontsize(11)
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # A bright first column in many squares: much weight on `[CLS]`. One sentence shows little, so
@@ -427,7 +427,7 @@ fig, ax = plt.subplots(figsize=(6, 5))
 attention_heatmap(maps[prev_layer][0, prev_head], tokens, tokens, ax=ax, annotate=False,
                   title=f"layer {prev_layer}, head {prev_head}: the previous token")
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # A harder question: does some head link *it* to what it refers to? In "The cat sat on the mat
@@ -754,9 +754,9 @@ assert max(gaps) < 0.1
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
 centres = 0.55 + 0.1 * torch.arange(5)
 for ax, (name, (n, conf, acc)) in zip(axes, diagram.items()):
-    ax.bar(centres, acc.nan_to_num(0), width=0.09, color="#4c72b0", label="accuracy in the bin")
+    ax.bar(centres, acc.nan_to_num(0), width=0.09, color=BLUE, label="accuracy in the bin")
     ax.plot([0.5, 1], [0.5, 1], "k--", label="accuracy = confidence")
-    ax.plot(conf, acc, "o", color="#dd8452", markersize=8, label="(mean confidence, accuracy)")
+    ax.plot(conf, acc, "o", color=ORANGE, markersize=8, label="(mean confidence, accuracy)")
     for x, k in zip(centres.tolist(), n.tolist()):
         ax.text(x, 0.03, str(k), ha="center", fontsize=11, color="white")
     ax.set_xlim(0.5, 1)
@@ -768,7 +768,7 @@ axes[0].set_ylabel("accuracy", fontsize=11)
 axes[0].legend(loc="upper left", fontsize=10)
 fig.suptitle("reliability on 400 reviews with unseen synonyms", fontsize=12)
 fig.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # The TinyTransformer's confidence tells little: its accuracy stays below 0.7 in every bin of 20

@@ -51,7 +51,7 @@ from attnlab.generation import (
 )
 from attnlab.models import DecoderOnly
 from attnlab.parallel import parallel_map
-from attnlab.plots import attention_heatmap, mean_spread_bars
+from attnlab.plots import attention_heatmap, mean_spread_bars, show_figure
 from attnlab.probes import alignment_share, hide_key, pointing_scores
 from attnlab.recipes import SORTER
 from attnlab.report import fmt
@@ -102,7 +102,7 @@ attention_heatmap(mask.float(), labels, labels, ax=axes[0], cmap="Greys", annota
 attention_heatmap(weights, labels, labels, ax=axes[1], annotate=False,
                   title="weights of random scores")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Row 0 can only look at itself, so all its weight is on key 0; row 5 shares its weight among
@@ -184,7 +184,7 @@ for ax, (name, w) in zip(axes, padded_weights.items()):
     attention_heatmap(w[1, 0], cols, cols, ax=ax, annotate=False,
                       title=f"prompt 2, head 0: {name}")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # With the causal mask alone the real tokens' outputs change; with both masks they equal the
@@ -292,7 +292,7 @@ ax.axhline(floor, color="black", linestyle="--", linewidth=1, label=f"floor {fmt
 ax.set(xlabel="training step", ylabel="loss (nats)", yscale="log",
        title="next-token loss while training")
 ax.legend()
-plt.show()
+show_figure()
 
 # %%
 test = sort_task(500, seed=1000)  # (500, 14) new sequences, never trained on
@@ -359,7 +359,7 @@ for ax, (name, model) in zip(axes, (("with the mask", masked), ("without it", un
     mean_maps[name] = maps[name].mean((0, 1))  # (13, 13)
     attention_heatmap(mean_maps[name], names, names, ax=ax, title=name)
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %%
 mean = mean_maps["with the mask"]  # (13, 13)
@@ -590,7 +590,7 @@ attention_heatmap(cross_w[i, 0], rows, [str(d) for d in src[i].tolist()], annota
                   title=f"cross-attention, source {show(src[i])}")
 plt.xlabel("source digit (key)")
 plt.ylabel("target step (query)")
-plt.show()
+show_figure()
 
 # %% [markdown]
 # The reverser needs its cross-attention: with uniform weights it writes fewer than 0.35 of the
@@ -997,7 +997,7 @@ fig = mean_spread_bars({"positions 2-7 (trained)": within,
                         "positions 8-15 (new)": {p: a for p, a in past.items() if a}},
                        chance=1 / V, title="two back: accuracy within and past the training length")
 fig.axes[0].text(0.7, 0.2, f"learned:\ncannot read\nposition {L}", ha="center", fontsize=10)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Within the training length, learned, sinusoidal and rotary positions all solve the task. Past

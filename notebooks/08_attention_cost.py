@@ -45,6 +45,7 @@ import attnlab
 from attnlab import cost, diagrams, kv_cache, online_softmax
 from attnlab.attention import merge_heads
 from attnlab.exercises import ex08
+from attnlab.plots import show_figure
 from attnlab.report import fmt
 
 attnlab.seed_everything(0)
@@ -192,7 +193,7 @@ assert [fmt(r, 2) for r in (ours_mem / tt_bytes)[[-1, 0]]] == ["2.03", "2.25"]
 assert all(np.diff(ours_mem / tt_bytes) < 0)  # 2.25 at the shortest, 2.03 at the longest
 assert (fused_mem < tt_bytes).all()
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
 ax_t.plot(SEQ_LENS, t_ours * 1e3, "o-", label="written out")
 ax_t.plot(SEQ_LENS, t_fused * 1e3, "s-", label="fused")
@@ -203,7 +204,7 @@ ax_m.plot(SEQ_LENS, fused_mem / 2**20, "s-", label="fused")
 ax_m.plot(SEQ_LENS, tt_bytes / 2**20, "k:", label="one T×T matrix")
 length_axes(ax_m, SEQ_LENS, "peak memory (MiB)", "peak memory")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Both versions do the same T² operations, and their times grow much faster than T (log-log
@@ -386,7 +387,7 @@ print(f"log-log slope of time per step: cached {slope_cached:.2f}, "
 assert slope_cached < 0.6 and 1.3 < slope_recomputed < 3.0 and 20 < speedup[-1] < 1024, speedup
 assert fmt(cached_f[-1] / cached_f[0], 0) == "6"  # the cached step's FLOPs, t = 64 to 1024
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 4))
 for kind, style in (("recomputed", "s-"), ("cached", "o-")):
     ax_f.plot(POSITIONS, [flops_per_step[kind, t] for t in POSITIONS], style, label=kind)
@@ -397,7 +398,7 @@ length_axes(ax_t, POSITIONS, "ms per step", "time per step (this machine)")
 for ax in (ax_f, ax_t):
     ax.set_xlabel("position t")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Without the cache a step's time grows steeply with t (log-log slope above 1.3); with it, it
@@ -733,7 +734,7 @@ ax.set(xlabel="distance from the first token to the last output", ylabel="‖∂
        title="gradient that reaches the first token (untrained layers)")
 ax.legend(fontsize=10)
 ax.grid(True, which="both", alpha=0.3)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # In all three draws of these untrained layers, at PyTorch's default initialisation, the LSTM's

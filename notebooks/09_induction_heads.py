@@ -56,7 +56,7 @@ from attnlab.induction import (
     train_induction,
 )
 from attnlab.parallel import parallel_map
-from attnlab.plots import attention_heatmap
+from attnlab.plots import BLUE, ORANGE, VERMILION, attention_heatmap, show_figure
 from attnlab.recipes import INDUCTION
 from attnlab.report import fmt
 
@@ -194,7 +194,7 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, part, title in ((axes[0], "losses", "all tokens (the training loss)"),
                         (axes[1], "repeated", "repeated tokens")):
     ax.axvspan(0, start, color="0.9", label="plateau")
-    ax.axvspan(start, end, color="orange", alpha=0.3, label="drop")
+    ax.axvspan(start, end, color=ORANGE, alpha=0.3, label="drop")
     ax.plot(steps, smooth(getattr(two, part), window), label="2 layers")
     ax.plot(steps, smooth(getattr(one, part), window), label="1 layer")
     ax.axhline(math.log(VOCAB), color="black", linestyle="--", linewidth=1, label="ln 32")
@@ -202,7 +202,7 @@ for ax, part, title in ((axes[0], "losses", "all tokens (the training loss)"),
 axes[0].set_ylabel("loss (nats)")
 axes[1].legend(loc="lower left")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # On the 500 test sequences, which neither model trained on:
@@ -326,13 +326,13 @@ by_position = {f"step {before_step}, before the drop": evaluate(before, test)["b
 fig, ax = plt.subplots(figsize=(9, 3.8))
 positions = range(1, LENGTH)  # the position of each predicted token
 for (name, table), style in zip(by_position.items(), ("--", "-")):
-    ax.plot(positions, table[:, 0], style, color="tab:blue", label=f"repeated, {name}")
-    ax.plot(positions, table[:, 1], style, color="tab:red", label=f"random, {name}")
+    ax.plot(positions, table[:, 0], style, color=BLUE, marker="o", label=f"repeated, {name}")
+    ax.plot(positions, table[:, 1], style, color=VERMILION, marker="s", label=f"random, {name}")
 ax.axhline(math.log(VOCAB), color="black", linestyle=":", linewidth=1)
 ax.set(xlabel="position of the predicted token", ylabel="loss (nats)", ylim=(0, 6.4),
        title="two-layer model: loss by position")
 ax.legend(fontsize=10, loc="upper center", ncol=2)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Before the drop, repeated tokens cost less than random ones at every position, but not much
@@ -545,7 +545,7 @@ for ax, (layer, head, what) in zip(axes, ((0, prev_head, "previous token"),
     attention_heatmap(maps["2 layers"][layer][i, head], labels, labels, ax=ax,
                       highlight=first_copy, title=f"layer {layer + 1}, head {head}: {what}")
 plt.tight_layout()
-plt.show()
+show_figure()
 
 # %% [markdown]
 # Left, the previous-token head: a bright line just below the diagonal, each query on the

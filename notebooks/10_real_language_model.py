@@ -45,6 +45,7 @@ from attnlab import gguf, kv_cache, llama, probes
 from attnlab.attention import causal_mask
 from attnlab.cost import measure_times, process_peak_memory
 from attnlab.exercises import ex09, ex10
+from attnlab.plots import show_figure
 from attnlab.report import fmt
 from attnlab.rope import rotary
 from attnlab.widgets import NextTokenExplorer
@@ -442,7 +443,7 @@ for ax, (name, values) in zip(axes, (("induction score", scores["induction"]),
     ax.set_ylabel("head")
     ax.set_title(f"{name} (4 sequences)")
 fig.colorbar(image, ax=axes, shrink=0.8)
-plt.show()
+show_figure()
 
 # %% [markdown]
 # The same scores over all four sequences, the strongest heads of each kind:
