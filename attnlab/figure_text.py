@@ -30,7 +30,7 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
-from .report import FragileOutput, fmt
+from .report import MARGIN, exact_fraction, fmt
 
 MAX_CELLS = 30  # rows and columns of a table beyond which it is cut (and says so)
 MAX_ALT_PANELS = 6  # panels described one by one in `alt`; a larger grid is summarised
@@ -84,11 +84,13 @@ def number(value: float) -> str:
 
 
 def _fixed(value: float, digits: int) -> str:
-    for extra in (0, 1, 2):
-        try:
-            return fmt(value, digits + extra)
-        except FragileOutput:
-            continue
+    """`value` with `digits` decimals, or more where that sits on a rounding edge. Unlike
+    `report.fmt`, which refuses such a value while recording and prints it as asked otherwise,
+    this decides the same way when recording and under nbval, so both print the same text."""
+    for places in range(digits, digits + 3):
+        distance = abs((abs(value) * 10.0 ** places) % 1.0 - 0.5)  # 0 at the edge
+        if distance >= MARGIN or exact_fraction(value):
+            return fmt(value, places, guard=False)
     return fmt(value, digits + 3, guard=False)
 
 
