@@ -771,7 +771,7 @@ said = {name: verdict(runs) for name, runs in curves.items()}
 for name, words in said.items():
     print(f"{name:22} {words}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(8, 3.8))
 for (name, runs), style in zip(curves.items(), ("o-", "s--", "^-")):
     for seed, run in enumerate(runs):
