@@ -18,10 +18,12 @@ import html
 import io
 import math
 
+import anywidget
 import ipywidgets as w
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import traitlets
 from matplotlib.figure import Figure
 
 from .attention import scaled_dot_product_attention
@@ -88,6 +90,115 @@ def _bar_html(fraction: float, color: str, width_px: int = 160) -> str:
             f'<div style="width:{px}px;background:{color};height:12px"></div></div>')
 
 
+# The slider's view: a native <input type="range"> with its <label>, so a screen reader
+# announces "query[0], slider, 0.50" and the arrow, Page and Home/End keys move it. It moves
+# over the positions 0..n-1 of `options`; `labels` say how each position reads.
+_SLIDER_ESM = """
+let count = 0;
+function render({ model, el }) {
+  const id = `attnlab-slider-${++count}-${Math.random().toString(36).slice(2, 8)}`;
+  const label = document.createElement("label");
+  const input = document.createElement("input");
+  const readout = document.createElement("output");
+  label.htmlFor = id;
+  label.className = "attnlab-slider-label";
+  input.type = "range";
+  input.id = id;
+  input.min = "0";
+  input.step = "1";
+  // The arrow keys move the slider, not JupyterLab's cell selection (Lumino skips its
+  // shortcuts for an element with this attribute).
+  input.setAttribute("data-lm-suppress-shortcuts", "true");
+  readout.htmlFor = id;
+  readout.className = "attnlab-slider-readout";
+  el.classList.add("attnlab-slider");
+  el.append(label, input, readout);
+  const show = (i) => {
+    const text = model.get("labels")[i] ?? "";
+    readout.textContent = text;
+    input.setAttribute("aria-valuetext", text);
+  };
+  const sync = () => {
+    label.textContent = model.get("description");
+    input.max = String(model.get("options").length - 1);
+    input.value = String(model.get("index"));
+    show(model.get("index"));
+  };
+  const send = () => {
+    model.set("index", Number(input.value));
+    model.save_changes();
+  };
+  input.addEventListener("input", () => {
+    show(Number(input.value));
+    if (model.get("continuous_update")) send();
+  });
+  input.addEventListener("change", send);
+  model.on("change", sync);
+  sync();
+  return () => model.off("change", sync);
+}
+export default { render };
+"""
+
+_SLIDER_CSS = """
+.attnlab-slider { display: flex; align-items: center; gap: 8px; margin: 2px 0; }
+.attnlab-slider-label { min-width: 7em; text-align: right; }
+.attnlab-slider input[type="range"] { flex: 1; max-width: 320px; }
+.attnlab-slider-readout { min-width: 4em; font-variant-numeric: tabular-nums; }
+"""
+
+
+class Slider(anywidget.AnyWidget):
+    """A slider a screen reader names and a keyboard moves: the series' one slider.
+
+    ipywidgets 8.1 draws its sliders with noUiSlider and gives the handle (role "slider") no
+    accessible name, and no Python-side setting adds one (issue 50); this one is a native range
+    input with a <label>. It takes one of `options` (numbers, in order), shown as `labels`;
+    `value` is the chosen option (setting it picks the nearest one), `index` its position.
+    With `continuous_update` the value follows the drag, otherwise it changes on release.
+    """
+
+    _esm = _SLIDER_ESM
+    _css = _SLIDER_CSS
+    description = traitlets.Unicode("").tag(sync=True)
+    options = traitlets.List(traitlets.Float()).tag(sync=True)
+    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    index = traitlets.Int(0).tag(sync=True)
+    value = traitlets.Float(0.0)
+    continuous_update = traitlets.Bool(True).tag(sync=True)
+
+    def __init__(self, options, value, description: str, labels=None,
+                 continuous_update: bool = True):
+        options = [float(o) for o in options]
+        if not options:
+            raise ValueError(f"{description}: options must not be empty")
+        labels = [f"{o:g}" for o in options] if labels is None else [str(x) for x in labels]
+        if len(labels) != len(options):
+            raise ValueError(f"{description}: one label per option ({len(options)}), "
+                             f"got {len(labels)}")
+        index = self._nearest(options, value)
+        super().__init__(options=options, labels=labels, description=str(description),
+                         continuous_update=bool(continuous_update), index=index)
+        # Set both: either may equal its trait's default, which would send no change.
+        self.value = options[index]
+
+    @staticmethod
+    def _nearest(options: list[float], value) -> int:
+        return int(np.argmin([abs(o - float(value)) for o in options]))
+
+    @traitlets.validate("value")
+    def _nearest_option(self, proposal) -> float:
+        return self.options[self._nearest(self.options, proposal["value"])]
+
+    @traitlets.observe("value")
+    def _value_moves_index(self, change):
+        self.index = self.options.index(change["new"])
+
+    @traitlets.observe("index")
+    def _index_moves_value(self, change):
+        self.value = self.options[change["new"]]
+
+
 class AttentionPlayground:
     """Notebook 01: one query against fixed keys and values; sliders move the query.
 
@@ -121,12 +232,11 @@ class AttentionPlayground:
         self.key_labels = key_labels
         start = self.keys[0] if query is None else self._check_query(query)
 
-        self.sliders = [
-            w.FloatSlider(value=float(start[i]), min=-self.limit, max=self.limit, step=step,
-                          description=f"query[{i}]", readout_format=".2f",
-                          continuous_update=True, layout=w.Layout(width="360px"))
-            for i in range(d_k)
-        ]
+        steps = int(math.floor(self.limit / step + 1e-9))
+        grid = [round(i * step, 10) for i in range(-steps, steps + 1)]  # -limit..limit
+        self.sliders = [Slider(grid, float(start[i]), f"query[{i}]",
+                               labels=[f"{g:.2f}" for g in grid])
+                        for i in range(d_k)]
         for slider in self.sliders:
             slider.add_class("attnlab-playground-query")
             slider.observe(self.update, names="value")
@@ -238,8 +348,7 @@ class SoftmaxScaleExplorer:
         d_k = d_ks[0] if d_k is None else check_choice("d_k", check_int("d_k", d_k), d_ks)
         n_keys, seed = check_int("n_keys", n_keys, minimum=2), check_int("seed", seed)
         self.d_ks, self.n_keys, self.seed = d_ks, n_keys, seed
-        self.slider = w.SelectionSlider(options=d_ks, value=d_k, description="d_k",
-                                        continuous_update=False, layout=w.Layout(width="420px"))
+        self.slider = Slider(d_ks, d_k, "d_k", labels=d_ks, continuous_update=False)
         self.slider.add_class("attnlab-dk-slider")
         self.slider.observe(self.update, names="value")
         self.summary = w.HTML()
@@ -254,7 +363,7 @@ class SoftmaxScaleExplorer:
 
     def view(self, d_k: int | None = None) -> dict:
         """softmax_pair for d_k (default: the slider's), plus each distribution's max weight."""
-        d_k = self.slider.value if d_k is None else d_k
+        d_k = int(self.slider.value) if d_k is None else d_k
         v = softmax_pair(d_k, n_keys=self.n_keys, seed=self.seed, max_d_k=max(self.d_ks))
         v["max_unscaled"] = float(v["unscaled"].max())
         v["max_scaled"] = float(v["scaled"].max())
@@ -447,9 +556,8 @@ class NextTokenExplorer:
                                    temperatures)
         self.k = check_int("k", k, minimum=1)
         self.logits, self.decode = logits.detach().double(), decode
-        self.slider = w.SelectionSlider(options=temperatures, value=temperature,
-                                        description="temperature", continuous_update=False,
-                                        layout=w.Layout(width="420px"))
+        self.slider = Slider(temperatures, temperature, "temperature",
+                             labels=[f"{t:g}" for t in temperatures], continuous_update=False)
         self.slider.add_class("attnlab-next-slider")
         self.slider.observe(self.update, names="value")
         self.table_html = w.HTML()

@@ -62,12 +62,9 @@ NAME_RULES = ["label", "aria-input-field-name", "aria-toggle-field-name", "butto
               "select-name", "aria-command-name"]
 
 
-# A slider's handle is left out: ipywidgets 8.1 draws its sliders with noUiSlider and passes
-# it no `handleAttributes`, so the handle (role="slider") has no accessible name, and no
-# Python-side setting gives it one; its `description` shows as a label beside it. Known gap.
 def _named(selector: str) -> str:
-    """An axe context: `selector`, without slider handles."""
-    return f"{{include: [['{selector}']], exclude: [['.noUi-handle']]}}"
+    """An axe context: everything inside `selector`."""
+    return f"{{include: [['{selector}']]}}"
 
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
@@ -273,13 +270,15 @@ def open_and_run(page, lab, name: str):
 
 
 def drag_slider(page, slider, pixels: float = 60):
-    """Drag a slider's handle as a mouse would, towards the side with more room."""
-    handle, track = slider.locator(".noUi-handle"), slider.locator(".noUi-base")
-    handle.scroll_into_view_if_needed()
-    box, rail = handle.bounding_box(), track.bounding_box()
-    assert box and rail, "the slider is not on screen"
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    direction = 1 if x < rail["x"] + rail["width"] / 2 else -1
+    """Drag a slider's thumb as a mouse would, from its position towards the side with more
+    room (a range input's thumb sits at its value's fraction of the track)."""
+    track = slider.locator("input[type=range]")
+    track.scroll_into_view_if_needed()
+    rail = track.bounding_box()
+    assert rail, "the slider is not on screen"
+    value, top = (float(track.evaluate(f"e => e.{k}")) for k in ("value", "max"))
+    x, y = rail["x"] + rail["width"] * value / top, rail["y"] + rail["height"] / 2
+    direction = 1 if value < top / 2 else -1
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + direction * pixels, y, steps=10)
@@ -382,8 +381,8 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
 
 def test_every_widget_control_has_a_name_a_screen_reader_announces(page, lab):
     """Sliders, text boxes, buttons and the explorer's picture of all five widgets, in
-    JupyterLab: no control without an accessible name (slider handles aside, see NAME_RULES),
-    no image without a text (issue 50)."""
+    JupyterLab: no control without an accessible name, no image without a text, and each
+    slider named by its label, saying its value and moved by the keyboard (issue 50)."""
     with evidence(page, lab, "every-widget"):
         open_and_run(page, lab, WIDGETS_NOTEBOOK)
         for selector in (".attnlab-playground", ".attnlab-dk-explorer", ".attnlab-compare",
@@ -392,8 +391,14 @@ def test_every_widget_control_has_a_name_a_screen_reader_announces(page, lab):
         found = axe_violations(page, _axe_script(), _named(".jp-OutputArea"),
                                NAME_RULES + ["image-alt"])
         assert not found, found
-        labels = texts(page.locator(".widget-slider .widget-label"))
-        assert {"query[0]", "d_k", "temperature"} <= set(labels), labels
+        for name, start, after in (("query[0]", "1.00", "1.10"), ("query[1]", "0.00", "0.10"),
+                                   ("d_k", "4", "64"),
+                                   ("temperature", "1", "1.5")):
+            slider = page.get_by_role("slider", name=name, exact=True).first
+            expect(slider).to_have_attribute("aria-valuetext", start)
+            slider.focus()
+            page.keyboard.press("ArrowRight")
+            expect(slider).to_have_attribute("aria-valuetext", after)
         picture = page.locator(".attnlab-dk-plot img").first
         assert picture.get_attribute("alt").startswith("Figure. softmax(q·k), d_k = 4: bars")
     assert not page.blocked, f"the page tried to reach the network: {page.blocked}"

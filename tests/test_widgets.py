@@ -14,6 +14,7 @@ from attnlab.widgets import (
     RESTART_NOTE,
     AttentionPlayground,
     NextTokenExplorer,
+    Slider,
     SoftmaxScaleExplorer,
 )
 
@@ -61,6 +62,10 @@ def test_playground_shows_the_weights_and_output_as_text(playground):
     assert "attnlab-playground-output" in playground.output_html._dom_classes
     assert "attnlab-playground" in playground.widget._dom_classes
     assert [s.description for s in playground.sliders] == [f"query[{i}]" for i in range(4)]
+    sliders = playground.sliders
+    assert sliders[0].options[0] == -3.0 and sliders[0].labels[-1] == "3.00"
+    # Each slider's position (what the browser draws) is the query's coordinate, zeros too.
+    assert [s.labels[s.index] for s in sliders] == ["1.00", "0.00", "0.00", "0.00"]
     text = playground.text()
     assert "0.405" in text and "[5.797, 4.203]" in text
 
@@ -150,6 +155,22 @@ def test_explorer_view_matches_softmax_pair_and_attention():
                                         torch.zeros(8, 1, dtype=torch.float64), scale=1.0)
     np.testing.assert_allclose(v["unscaled"], w[0].numpy())
     assert v["max_unscaled"] == pytest.approx(v["unscaled"].max())
+
+
+def test_a_slider_takes_the_nearest_option_and_moves_by_position():
+    """The browser moves `index`; Python code sets `value`: each follows the other, and a value
+    between options snaps to the nearest, so what the slider shows is what is computed."""
+    s = Slider([0.25, 0.5, 1.0, 2.0], 1.0, "temperature", labels=["0.25", "0.5", "1", "2"])
+    assert (s.index, s.value) == (2, 1.0)
+    s.index = 0  # a drag to the left end, as the front end sends it
+    assert s.value == 0.25
+    s.value = 1.7
+    assert (s.index, s.value) == (3, 2.0)
+    assert s.description == "temperature" and s.labels[s.index] == "2"
+    with pytest.raises(ValueError, match="one label per option"):
+        Slider([1.0, 2.0], 1.0, "d_k", labels=["1"])
+    with pytest.raises(ValueError, match="options must not be empty"):
+        Slider([], 0.0, "d_k")
 
 
 def test_explorer_slider_changes_the_distributions():
