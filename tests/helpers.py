@@ -83,3 +83,28 @@ def solution_lines(nb) -> list[tuple[int, str]]:
             elif inside:
                 found.append((index, line))
     return found
+
+
+# As on Windows: no `resource`, no process groups, no SIGALRM, in a fresh Python and in every
+# process it starts (a sitecustomize on PYTHONPATH takes them away); and an ASCII locale without
+# UTF-8 mode (Windows' cp1252 fails the same way on ✓).
+WINDOWS_LIKE = """
+import os, signal, sys
+sys.modules["resource"] = None
+for name in ("killpg", "setsid", "getpgid"):
+    if hasattr(os, name):
+        delattr(os, name)
+for name in ("setitimer", "getitimer", "SIGALRM"):
+    if hasattr(signal, name):
+        delattr(signal, name)
+"""
+
+
+def ascii_windows_like(tmp_path: Path) -> dict:
+    """An environment for a subprocess that runs as on Windows under an ASCII locale (above);
+    its sitecustomize is written into `tmp_path`/site."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(WINDOWS_LIKE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    return {**env, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+            "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), env.get("PYTHONPATH", "")])}

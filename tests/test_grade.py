@@ -1,12 +1,12 @@
 """`make grade`: submissions executed one by one, each in its own process, fresh kernel and
 temporary folder, graded by the lines their checks print; a hostile one costs only its row."""
 import csv
-import os
 import subprocess
 import sys
 
 import nbformat
 import pytest
+from helpers import ascii_windows_like
 from nbformat.v4 import new_code_cell, new_notebook
 
 from attnlab.classroom import grade
@@ -68,29 +68,6 @@ def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path, capsys):
     assert "is not a folder of submissions" in capsys.readouterr().err
     assert grade.main([str(tmp_path / "subs"), "--jobs", "0"]) == 1
     assert "jobs must be a whole number of at least 1, got 0" in capsys.readouterr().err
-
-
-# As on Windows: no `resource`, no process groups, no SIGALRM, in the grader and in the kernel it
-# starts (a sitecustomize on PYTHONPATH takes them away); and an ASCII locale without UTF-8 mode
-# (Windows' cp1252 fails the same way on ✓).
-WINDOWS_LIKE = """
-import os, signal, sys
-sys.modules["resource"] = None
-for name in ("killpg", "setsid", "getpgid"):
-    if hasattr(os, name):
-        delattr(os, name)
-for name in ("setitimer", "getitimer", "SIGALRM"):
-    if hasattr(signal, name):
-        delattr(signal, name)
-"""
-
-
-def ascii_windows_like(tmp_path) -> dict:
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(WINDOWS_LIKE, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
-    return {**env, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
-            "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), env.get("PYTHONPATH", "")])}
 
 
 def test_grading_works_without_posix_pieces_and_under_an_ascii_locale(tmp_path):

@@ -45,6 +45,9 @@ from .runner import KERNEL_ARGUMENTS
 from .series import KERNELSPEC
 
 MARKS = {"✓": "right", "✗": "not yet", "○": "not attempted", "✎": "prediction given"}
+# Grades are students' data: by default they go to build/, which git ignores (as it ignores a
+# grades.csv anywhere in the repository, for `--out grades.csv`); run elsewhere, they go there.
+DEFAULT_OUT = Path("build") / "grades.csv"
 FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "message", "status")
 
 
@@ -133,8 +136,8 @@ def grade_one(path: Path, timeout: int, memory_gb: float) -> dict:
     except subprocess.TimeoutExpired:
         if hasattr(os, "killpg"):
             os.killpg(child.pid, signal.SIGKILL)  # the child and the kernel it started
-        else:
-            child.kill()  # Windows: the kernel ends with its parent's pipes
+        else:  # Windows: the kernel watches its parent (ipykernel's parent poller) and ends
+            child.kill()  # with it
         child.communicate()
         return {"status": f"stopped: ran past {timeout + 60} s", "checks": []}
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
@@ -295,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", nargs="?", type=Path, help="the folder of submissions")
-    parser.add_argument("--out", type=Path, default=Path("build") / "grades.csv",
-                        help="the CSV written (default build/grades.csv, which git ignores)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"the CSV written (default {DEFAULT_OUT.as_posix()}, which git "
+                             f"ignores), the per-check table and picture beside it")
     parser.add_argument("--timeout", type=int, default=900,
                         help="seconds a submission may run (default 900)")
     parser.add_argument("--memory-gb", type=float, default=6.0,

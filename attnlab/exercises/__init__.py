@@ -44,6 +44,7 @@ import numbers
 import pkgutil
 import re
 import signal
+import sys
 import textwrap
 import threading
 import time
@@ -69,8 +70,10 @@ _predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown
 _last_mark: dict[str, str] = {}  # per check name: the mark of its last line in this kernel
 
 
-class _TimeLimit(Exception):
-    pass
+class _TimeLimit(BaseException):
+    """A student's call past its time limit. Not an Exception, so that a student's loop with
+    `except Exception: pass` inside it (a retry loop) is stopped all the same, and so that no
+    helper of ours that catches Exception swallows an outer limit."""
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -148,14 +151,25 @@ def say(mark: str, name: str, message: str, hint: str | None = None) -> None:
     _last_mark[name] = mark
     line = f"{mark} {name}: {message}"
     if mark != WRONG:
-        print(line)
+        _show(line)
         return
     wrap = {"width": WIDTH, "subsequent_indent": "  ", "break_long_words": False,
             "break_on_hyphens": False}
     lines = textwrap.wrap(line, **wrap)
     if hint:
         lines += textwrap.wrap(f"Hint: {hint}", initial_indent="  ", **wrap)
-    print("\n".join(lines))
+    _show("\n".join(lines))
+
+
+def _show(text: str) -> None:
+    """print(text), also where the output cannot encode the marks: a plain Python process under
+    an ASCII locale, or with its output piped on Windows (cp1252). There each character it
+    cannot show becomes `?`, since a check never raises. (A notebook's kernel takes any text.)"""
+    try:
+        print(text)
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        print(text.encode(encoding, "replace").decode(encoding))
 
 
 def require(name: str) -> None:
@@ -239,7 +253,12 @@ def call_safely(fn: Callable, *args, seconds: float | None = None, who: str = "y
     with SIGALRM (Linux, macOS: where notebook cells run) the limit is an alarm; elsewhere
     (Windows has no SIGALRM, or a call from another thread) the call runs in a thread of its own
     and is stopped by an exception raised in that thread. Either way it interrupts a Python loop
-    at once, and an operation inside PyTorch as soon as it returns, and the kernel stays usable.
+    at once (also one that catches Exception), and an operation inside PyTorch as soon as it
+    returns, and the kernel stays usable. Neither stops a loop that catches everything (a bare
+    `except:`): with the alarm its cell runs until the kernel is restarted; in a thread the
+    check answers ✗ on time and the loop runs on in the background. A thread is stopped between
+    two bytecodes only, so a call that waits in C (`time.sleep(60)`, which the alarm does
+    interrupt) also runs on in the background until it returns; the check has answered.
     Calls nest: an inner call ends by the outer one's deadline at the latest.
     `who` names what ran in the problem ("your function raised ...").
     """
@@ -295,8 +314,10 @@ def _in_thread(fn: Callable, args: tuple, seconds: float):
         thread.join(seconds)
     finally:
         if thread.is_alive():  # past its time, or the caller was interrupted
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                                       ctypes.py_object(_TimeLimit))
+            ident = ctypes.c_ulong(thread.ident)
+            raise_in = ctypes.pythonapi.PyThreadState_SetAsyncExc
+            if raise_in(ident, ctypes.py_object(_TimeLimit)) > 1:  # more than one thread:
+                raise_in(ident, None)  # CPython's documented way back (never seen)
             thread.join(1.0)
     if "error" in done and not isinstance(done["error"], _TimeLimit):
         raise done["error"]
