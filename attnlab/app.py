@@ -1,13 +1,19 @@
-"""The sentiment app: type a review and see what two models make of it and where they looked.
+"""The sentiment app: type a review and see what two models make of it and what they read.
 
-Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (frozen) with a linear
-sentiment head (`attnlab.sentiment.train_head`) trained on synthetic reviews with one sentiment
-word (the bag task of notebook 04); the other is notebook 03's TinyTransformer recipe trained
-from scratch on the same reviews. (On notebook 03's contrast reviews, "... but ...", a linear
-head on MiniLM's mean-pooled sentence vectors reaches only about 0.63: the app keeps to the
-reviews both models can learn.) Both are attnlab's own attention code. The comparison is the
-lesson of notebook 06: the tiny model knows only the few dozen words of its training reviews, the
-pre-trained one was trained on a billion sentence pairs and places "terrific" near "great".
+Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (frozen) with an
+attention-pooling head (`attnlab.sentiment.train_pooling_head`): one learned query attends over
+the review's word pieces, so it can read which word comes after "but", which a mean of the
+tokens (the linear head of notebook 06) cannot; it was trained on the series' synthetic reviews:
+one sentiment word, contrasts joined by "but" or "yet" in both orders, negations. The other is
+notebook 03's TinyTransformer recipe trained from scratch on one-word reviews (the bag task of
+notebook 04). Both are attnlab's own attention code. The comparison is the lesson of notebook
+06: the tiny model knows only the few dozen words of its training reviews, the pre-trained one
+was trained on a billion sentence pairs and places "terrific" near "great".
+
+Each answer is a label, or "not sure" when its probability is within NOT_SURE of 0.5 or when the
+model read no sentiment word it knows; each token carries a number, shown beside it and as its
+shade: for MiniLM the weight the head's query gives it (what the decision read; the weights sum
+to 1 over the review), for the TinyTransformer the attention it receives in the last layer.
 
 `SentimentApp()` with no arguments builds its models itself: from a cache in the user's cache
 folder when one made by the same recipe exists (`recipe_key`), otherwise by training them
@@ -18,6 +24,7 @@ blank, very long (the user is told what was cut), emoji, any script, control cha
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -41,18 +48,52 @@ from .checks import check_bool, check_str
 from .data import LABELS, Vocab
 from .minilm import MiniLM, Tokenized, load_minilm
 from .repro import series_seed
-from .sentiment import check_encoder, train_head
+from .sentiment import (
+    AttentionPooling,
+    check_encoder,
+    held_out_contrasts,
+    token_states,
+    train_pooling_head,
+)
 from .train import Trained, initial_model, task_reviews, train_classifier
 from .widgets import restart_note
 
 #: what the app shows before the user types anything
 EXAMPLE_REVIEW = "What a terrific film, the cast was outstanding!"
-MODEL_NAMES = {"minilm": "MiniLM + sentiment head", "tiny": "TinyTransformer (from scratch)"}
+MODEL_NAMES = {"minilm": "MiniLM + attention-pooling head",
+               "tiny": "TinyTransformer (from scratch)"}
+#: examples a newcomer can click: a contrast review in both orders, a negation, unseen words
+EXAMPLES = ("the plot was dull but the cast was superb",
+            "the cast was superb but the plot was dull",
+            "The movie was not good.",
+            EXAMPLE_REVIEW,
+            "The effects are cheap but the story is charming.")
+#: what each model is, in two lines (a model card); {accuracy} is its held-out accuracy
+MODEL_CARDS = {
+    "minilm": ("all-MiniLM-L6-v2, pre-trained on about a billion sentence pairs and frozen, with "
+               "a head whose one learned query attends over the review's word pieces, trained "
+               "on synthetic reviews: one sentiment word, two joined by 'but' or 'yet' in either "
+               "order, 'not' before one. Held out: {accuracy} right on new contrast reviews and "
+               "their swaps. It cannot read irony, or a sentiment carried only by words far from "
+               "its training ('wooden')."),
+    "tiny": ("notebook 03's TinyTransformer, trained from scratch on 1,600 synthetic reviews "
+             "with one sentiment word among about 60 words it knows; every other word is "
+             "<unk> to it. Held out: {accuracy} right on new such reviews. It cannot read 'but', "
+             "'not', or any word it never saw."),
+}
+#: what the app reads: both models were trained on short English reviews
+SCOPE = ("Short English movie reviews only: a sentence or two. Both models were trained on "
+         "made-up reviews; a shaded token is where a model put weight, not the whole reason.")
+#: a model whose probability is within this of 0.5 answers "not sure"
+NOT_SURE = 0.15
+UNSURE = "not sure"
+#: the sentiment words the TinyTransformer was trained on: without one it has nothing to read
+SENTIMENT_WORDS = frozenset(data.POSITIVE + data.NEGATIVE)
 CACHE_FILE = "sentiment-models.pt"
 #: how `default_models` calls `train_classifier`: notebook 03's recipe on one-word reviews
 TINY_RECIPE = {"task": "bag", "positions": "learned", "seed": 0}
 #: bump when the training code changes in a way the recipe values do not show (it retrains)
-CACHE_FORMAT = 3  # 3: one attention path, torch.softmax everywhere
+CACHE_FORMAT = 4  # 4: the attention-pooling head
 
 
 # -- the app's default models, trained once and cached -------------------------------------------
@@ -73,9 +114,9 @@ def recipe_key() -> str:
     a docstring keeps the cache."""
     recipe = {
         "format": CACHE_FORMAT, "torch": torch.__version__,
-        "tiny": {**asdict(recipes.TINY), **TINY_RECIPE}, "head": asdict(recipes.HEAD),
+        "tiny": {**asdict(recipes.TINY), **TINY_RECIPE}, "head": asdict(recipes.POOLING),
         "reviews": [data.NEUTRAL, data.POSITIVE, data.NEGATIVE, data.CONTRAST, data.MIN_LEN,
-                    data.MAX_LEN],
+                    data.MAX_LEN, "yet", "not"],
         "encoder": ASSETS["minilm/model.safetensors"].sha256,
         "series seed": series_seed(),  # ATTNLAB_SEED moves the data and the weights
     }
@@ -90,12 +131,13 @@ def load_models(file: Path, key: str, encoder: MiniLM):
         saved = torch.load(file, map_location="cpu", weights_only=True)
     except (OSError, EOFError, RuntimeError, pickle.UnpicklingError):
         return None  # absent or unreadable: OSError; truncated or not a torch file: the others
+    parts = ("tiny", "head", "history")
     if not (isinstance(saved, dict) and saved.get("key") == key
-            and all(isinstance(saved.get(part), dict) for part in ("tiny", "head", "history"))):
+            and all(isinstance(saved.get(part), dict) for part in parts)):
         return None
     vocab = Vocab.for_reviews()
     tiny = initial_model(len(vocab), TINY_RECIPE["positions"], TINY_RECIPE["seed"])
-    head = nn.Linear(encoder.config["hidden_size"], 2)
+    head = AttentionPooling(encoder.config["hidden_size"])
     try:
         tiny.load_state_dict(saved["tiny"])
         head.load_state_dict(saved["head"])
@@ -121,10 +163,9 @@ def save_models(file: Path, key: str, tiny, head: nn.Module) -> None:
 
 def default_models(cache: bool = True):
     """(tiny, encoder, head): a TinyTransformer (the `Trained` that
-    `train_classifier(**TINY_RECIPE)` returns), the MiniLM encoder and its sentiment head
-    (`train_head`),
-    loaded from the cache when it was made by the same recipe, else trained (and cached when
-    `cache`)."""
+    `train_classifier(**TINY_RECIPE)` returns), the MiniLM encoder and its attention-pooling
+    head (`train_pooling_head`), loaded from the cache when it was made by the same recipe, else
+    trained (and cached when `cache`)."""
     encoder = load_minilm()
     key, file = recipe_key(), cache_dir() / CACHE_FILE
     loaded = load_models(file, key, encoder) if cache else None
@@ -132,7 +173,7 @@ def default_models(cache: bool = True):
         tiny, head = loaded
         return tiny, encoder, head
     tiny = train_classifier(**TINY_RECIPE)
-    head, _ = train_head(encoder, tiny.train, tiny.test)
+    head, _ = train_pooling_head(encoder)
     if cache:
         save_models(file, key, tiny, head)
     return tiny, encoder, head
@@ -140,39 +181,46 @@ def default_models(cache: bool = True):
 
 # -- the analysis of one text ------------------------------------------------------------------
 
-def _reading(p: torch.Tensor, tokens: list[str], attention: np.ndarray, unknown) -> dict:
-    """One model's answer: label and probability from p (2,), the tokens it read, its attention
-    (T, T) and what each token receives, averaged over queries (T,)."""
+def _reading(p: torch.Tensor, tokens: list[str], weights, unknown, *, knows_a_word: bool = True
+             ) -> dict:
+    """One model's answer: from p (2,) its label, or "not sure" (within NOT_SURE of 0.5, or no
+    sentiment word it knows read), the probability of the likelier label and p_positive; the
+    tokens it read and each one's weight (T,), the number its shade shows."""
     k = int(p.argmax())
-    received = attention.mean(axis=0) if len(tokens) else np.zeros(0)  # (T,)  mean over queries
-    return {"label": LABELS[k], "probability": float(p[k]), "p_positive": float(p[1]),
-            "tokens": list(tokens), "attention": attention, "received": received,
-            "unknown": sorted(unknown)}
+    sure = knows_a_word and abs(float(p[1]) - 0.5) >= NOT_SURE
+    return {"label": LABELS[k] if sure else UNSURE, "probability": float(p[k]),
+            "p_positive": float(p[1]), "tokens": list(tokens),
+            "weights": np.asarray(weights, dtype=np.float64).reshape(len(tokens)),
+            "unknown": sorted(unknown), "knows_a_word": knows_a_word}
 
 
 @torch.no_grad()
-def read_minilm(encoder: MiniLM, head: nn.Module, text: str) -> tuple[dict, Tokenized]:
-    """The pre-trained model's answer for `text` (last layer's attention, mean of the heads),
-    and the tokenized batch (which says whether the text was cut)."""
+def read_minilm(encoder: MiniLM, head: AttentionPooling, text: str) -> tuple[dict, Tokenized]:
+    """The pre-trained model's answer for `text`, with the weight the head's query gives each
+    word piece ([CLS] and [SEP] are not read), and the tokenized text (was it cut?)."""
     batch = encoder.tokenize([text])
-    hidden, maps = encoder(batch.ids, batch.keep)  # (1, T, 384), L x (1, H, T, T)
-    p = torch.softmax(head(encoder.pool(hidden, batch.keep)), dim=-1)[0]  # (2,)
-    attention = maps[-1][0].mean(0).numpy()  # (T, T)   last layer, mean of the heads
-    pieces = batch.tokens[0]
-    return _reading(p, pieces, attention, {t for t in pieces if t == "[UNK]"}), batch
+    states = token_states(encoder, [text])  # (1, T, 384)
+    p = torch.softmax(head(states), dim=-1)[0]  # (2,)
+    pieces = batch.tokens[0][1:-1]  # the review's word pieces
+    weights = head.weights(states)[0, 1:len(pieces) + 1]  # (T - 2,)   they sum to 1
+    return _reading(p, pieces, weights.numpy(), {t for t in pieces if t == "[UNK]"}), batch
 
 
 @torch.no_grad()
 def read_tiny(tiny, text: str) -> tuple[dict, list[str]]:
-    """The TinyTransformer's answer for `text` on its own word tokens, and all the words."""
+    """The TinyTransformer's answer for `text` on its own word tokens, with the attention each
+    receives in the last layer (mean over heads and queries), and all the words."""
     vocab, model = tiny.vocab, tiny.model
     words = vocab.tokens(text)
     kept = words[: model.max_len]
     x = vocab.encode_batch([text], max_len=model.max_len)  # (1, T)
     p = model.predict_proba(x)[0]  # (2,)
     T = len(kept)
-    attention = model.attention_maps(x)[-1][0].mean(0)[:T, :T].numpy()  # (T, T)
-    return _reading(p, kept, attention, {w for w in kept if w not in vocab.stoi}), words
+    attention = model.attention_maps(x)[-1][0].mean(0)[:T, :T]  # (T, T)   mean of the heads
+    received = attention.mean(0).numpy() if T else np.zeros(0)  # (T,)   mean over queries
+    knows = any(w in SENTIMENT_WORDS for w in kept)
+    return _reading(p, kept, received, {w for w in kept if w not in vocab.stoi},
+                    knows_a_word=knows), words
 
 
 def _notes(minilm: dict, tiny: dict, batch: Tokenized, words: list[str], max_len: int,
@@ -183,7 +231,7 @@ def _notes(minilm: dict, tiny: dict, batch: Tokenized, words: list[str], max_len
         notes.append("There is nothing to read yet: the text is empty (or only spaces and control "
                      "characters). Both answers below are each model's guess for an empty review.")
     if batch.truncated[0]:
-        notes.append(f"Long review: MiniLM read the first {len(minilm['tokens']) - 2} of its "
+        notes.append(f"Long review: MiniLM read the first {len(minilm['tokens'])} of its "
                      f"{batch.lengths[0] - 2} word pieces; the rest was cut.")
     if len(words) > max_len:
         notes.append(f"Long review: the TinyTransformer read the first {max_len} of its "
@@ -198,6 +246,9 @@ def _notes(minilm: dict, tiny: dict, batch: Tokenized, words: list[str], max_len
         notes.append(f"The TinyTransformer never saw {len(unknown)} of these words in training; "
                      f"it reads them as <unk>: {', '.join(map(_short, unknown[:8]))}"
                      f"{' ...' if len(unknown) > 8 else ''}.")
+    if not tiny["knows_a_word"] and not empty:
+        notes.append(f"The TinyTransformer read no sentiment word it was trained on, so it is "
+                     f"not sure: its p = {tiny['probability']:.2f} is not a reading of the text.")
     return notes
 
 
@@ -225,9 +276,11 @@ def result_text(r: dict) -> str:
     for name, m in r["models"].items():
         lines.append(f"  {MODEL_NAMES[name]:31s} {m['label']:8s} p = {m['probability']:.3f}")
     for name, m in r["models"].items():
-        top = sorted(zip(m["received"], range(len(m["tokens"]))), reverse=True)[:5]
-        listed = ", ".join(f"{_short(m['tokens'][i])} {w:.2f}" for w, i in top)
-        lines.append(f"  most attended ({name}): {listed or '-'}")
+        # By the printed value, then in reading order: a near tie (0.181 and 0.179, both
+        # "0.18") keeps its order on every CPU.
+        top = sorted(range(len(m["tokens"])), key=lambda i: (-float(f"{m['weights'][i]:.2f}"), i))
+        listed = ", ".join(f"{_short(m['tokens'][i])} {m['weights'][i]:.2f}" for i in top[:5])
+        lines.append(f"  most weight ({name}): {listed or '-'}")
     lines += [f"  note: {n}" for n in r["notes"]]
     return "\n".join(lines)
 
@@ -240,35 +293,44 @@ def result_html(r: dict, seconds: float | None = None) -> str:
     parts.append(f'<div>Review: <span class="attnlab-sentiment-echo" style="white-space:pre-wrap">'
                  f'{esc(echo(r["text"]))}</span></div>')
     for name, m in r["models"].items():
-        color = "#1a7f37" if m["label"] == "positive" else "#b42318"
+        color = {"positive": "#1a7f37", "negative": "#b42318"}.get(m["label"], "#555555")
         parts.append(
             f'<div class="attnlab-sentiment-model" data-model="{name}" style="margin-top:6px">'
             f'<b>{esc(MODEL_NAMES[name])}</b>: <span class="attnlab-sentiment-label" '
             f'style="color:{color};font-weight:bold">{m["label"]}</span>'
             f' (p = <span class="attnlab-sentiment-probability">{m["probability"]:.3f}</span>)'
             f'<div class="attnlab-sentiment-tokens" style="line-height:1.9">{_token_strip(m)}</div>'
-            f'</div>')
+            f'<div class="attnlab-sentiment-legend" style="color:#555;font-size:85%">'
+            f'{esc(SHADING[name])}</div></div>')
     if seconds is not None:
-        parts.append(f'<div class="attnlab-sentiment-time" style="color:#777;font-size:85%">'
-                     f'answered in {seconds * 1000:.0f} ms; {SHADING_LEGEND}</div>')
+        parts.append(f'<div class="attnlab-sentiment-time" style="color:#555;font-size:85%">'
+                     f'answered in {seconds * 1000:.0f} ms. {esc(WEIGHT_IS_NOT_REASON)}</div>')
     return "\n".join(parts)
 
 
-#: what the shade and the number beside each token mean: the legend of the widget and the web app
-SHADING_LEGEND = ("the number after each token, and its shade (darker: more), is the attention "
-                  "it received (last layer, mean of the heads and of the queries)")
+#: what the number after each token, and its shade (darker: more), means, per model: the legend
+#: of the widget and the web app
+SHADING = {
+    "minilm": "Number and shade: the weight the head's query gives each word piece, what the "
+              "decision read (they sum to 1; [CLS] and [SEP] are not read).",
+    "tiny": "Number and shade: the attention each word receives in the last layer (mean over "
+            "heads and queries; they sum to 1).",
+}
+WEIGHT_IS_NOT_REASON = ("Weight is not the whole reason: a word's state already carries its "
+                        "neighbours, and notebook 06 measures a token that takes the most weight "
+                        "and carries almost nothing.")
 
 
 def token_shades(m: dict) -> list[tuple[str, float, float, bool]]:
-    """One model's tokens as the app shows them: (token, cut to 24 characters; the attention it
-    receives; that attention relative to the most attended token, 0 to 1; unknown to the
-    model?). The widget's strip and the web app's highlighted text both shade by it."""
+    """One model's tokens as the app shows them: (token, cut to 24 characters; its weight; that
+    weight relative to the largest, 0 to 1; unknown to the model?). The widget's strip and the
+    web app's highlighted text both shade by it."""
     if not m["tokens"]:
         return []
-    top = float(np.max(m["received"])) or 1.0
+    top = float(np.max(m["weights"])) or 1.0
     unknown = set(m.get("unknown", ()))
     return [(_short(token), float(weight), float(weight) / top, token in unknown)
-            for token, weight in zip(m["tokens"], m["received"])]
+            for token, weight in zip(m["tokens"], m["weights"])]
 
 
 def _token_strip(m: dict) -> str:
@@ -280,7 +342,7 @@ def _token_strip(m: dict) -> str:
     for token, weight, relative, unknown in shades:
         alpha = 0.85 * relative
         cls = "attnlab-sentiment-token" + (" attnlab-sentiment-unknown" if unknown else "")
-        title = f"attention {weight:.3f}" + (" (unknown to this model)" if unknown else "")
+        title = f"weight {weight:.3f}" + (" (unknown to this model)" if unknown else "")
         style = (f"background:rgba(68,1,84,{alpha:.2f});"
                  f"color:{'white' if alpha > 0.45 else 'black'};padding:1px 3px;margin:1px;"
                  f"border-radius:3px" + (";text-decoration:line-through" if unknown else ""))
@@ -305,11 +367,12 @@ def _problem_html(problem: str) -> str:
 # -- the app --------------------------------------------------------------------------------------
 
 class SentimentApp:
-    """Type a review; both models' labels, probabilities and attention, as text or as a widget.
+    """Type a review; both models' labels, probabilities and weights, as text or as a widget.
 
     tiny: what `attnlab.train.train_classifier()` returns (anything with .model and .vocab);
-    encoder: `load_minilm()`; head: the nn.Linear(384, 2) from `attnlab.sentiment.train_head`.
-    Give all three or none (then `default_models()` builds them, cached).
+    encoder: `load_minilm()`; head: the `AttentionPooling` head from
+    `attnlab.sentiment.train_pooling_head`. Give all three or none (then `default_models()`
+    builds them, cached).
     """
 
     def __init__(self, tiny=None, encoder: MiniLM | None = None, head: nn.Module | None = None,
@@ -325,8 +388,9 @@ class SentimentApp:
             raise TypeError(f"tiny must have .model and .vocab (what train_classifier() returns), "
                             f"got {type(tiny).__name__}")
         check_encoder(encoder)
-        if not isinstance(head, nn.Module):
-            raise TypeError(f"head must be a torch.nn.Module mapping (N, 384) to (N, 2), "
+        if not isinstance(head, AttentionPooling):
+            raise TypeError(f"head must be the AttentionPooling head of "
+                            f"attnlab.sentiment.train_pooling_head(encoder), "
                             f"got {type(head).__name__}")
         self.tiny, self.encoder, self.head = tiny, encoder, head.eval()
         self._widget = None
@@ -335,20 +399,21 @@ class SentimentApp:
     def analyze(self, text: str) -> dict:
         """What both models make of `text` (any string).
 
-        Returns a dict: `label` and `probability` (of that label) from the pre-trained model,
-        `p_positive`; `tokens` (its word pieces) and `attention` (its last layer, mean of the
-        heads, (T, T) numpy); `received` (T,): the attention each token receives, averaged over
-        queries; `models`: the same for each model by name ("minilm", "tiny"); `empty`,
-        `truncated`, `notes` (sentences for the user) and `text`.
+        Returns a dict: `label` ("positive", "negative" or "not sure") and `probability` (of
+        the likelier label) from the pre-trained model, `p_positive`; `tokens` (its word pieces,
+        without [CLS] and [SEP]) and `weights` (T,): the weight its head's query gives each one;
+        `models`: the same for each model by name ("minilm", "tiny"; the TinyTransformer's
+        weights are the attention each word receives in its last layer); `empty`, `truncated`,
+        `notes` (sentences for the user) and `text`.
         """
         check_str("text", text)
         minilm, batch = read_minilm(self.encoder, self.head, text)
         tiny, words = read_tiny(self.tiny, text)
         max_len = self.tiny.model.max_len
-        empty = len(minilm["tokens"]) == 2 and not words  # only [CLS] [SEP]: nothing readable
+        empty = not minilm["tokens"] and not words  # only [CLS] [SEP]: nothing readable
         result = {
             "text": text, **{k: minilm[k] for k in ("label", "probability", "p_positive",
-                                                     "tokens", "attention", "received")},
+                                                     "tokens", "weights")},
             "models": {"minilm": minilm, "tiny": tiny}, "empty": empty,
             "truncated": batch.truncated[0] or len(words) > max_len,
             "notes": _notes(minilm, tiny, batch, words, max_len, empty),
@@ -366,6 +431,24 @@ class SentimentApp:
         except Exception as e:  # any failure at all: the user sees a sentence, not a traceback
             result, problem = None, problem_text(e)
         return result, problem, time.perf_counter() - start
+
+    @functools.cached_property
+    def held_out(self) -> dict[str, float]:
+        """Each model's accuracy on reviews it was not trained on: MiniLM + head on
+        `held_out_contrasts()` (contrast reviews and their swaps, "but" and "yet"), the
+        TinyTransformer on its task's test reviews. Measured once, on first use (about 2 s)."""
+        reviews = held_out_contrasts()
+        states = token_states(self.encoder, reviews.texts())  # (400, T, 384)
+        labels = torch.tensor(reviews.labels)  # (400,)
+        with torch.no_grad():
+            right = (self.head(states).argmax(-1) == labels).double().mean()
+        return {"minilm": float(right), "tiny": float(self.tiny.test_accuracy)}
+
+    def model_cards(self) -> dict[str, str]:
+        """What each model is, what it was trained on, its held-out accuracy and what it cannot
+        read, in two lines each (`MODEL_CARDS`)."""
+        return {name: card.format(accuracy=f"{self.held_out[name]:.0%}")
+                for name, card in MODEL_CARDS.items()}
 
     def _resolve(self, result: dict | None) -> dict:
         """`result`, or the last analysis when it is None."""
@@ -400,11 +483,19 @@ class SentimentApp:
 
     @property
     def widget(self):
-        """The ipywidgets view: a text box (Enter analyses), an Analyse button and the result."""
+        """The ipywidgets view: a text box, an Analyse button and the result.
+
+        The box sends every keystroke (continuous_update), and the answer follows the text as it
+        is typed: the kernel always holds the text in the box, so the button, whose click
+        arrives after the keystrokes before it, analyses that text. (With the value sent only on
+        Enter or on leaving the box, a click after Enter re-analysed the previous review in 4
+        of 21 tries in JupyterLab.)"""
         if self._widget is None:
-            title = w.HTML("<b>Sentiment app</b>: type a review, press Enter or click Analyse.")
+            title = w.HTML("<b>Sentiment app</b>: type a review; the answer follows as you "
+                           "type (or click Analyse).")
             self._input = w.Text(value=EXAMPLE_REVIEW, placeholder="Type a review ...",
-                                 continuous_update=False, layout=w.Layout(width="70%"))
+                                 description="Review", continuous_update=True,
+                                 layout=w.Layout(width="70%"))
             self._input.add_class("attnlab-sentiment-input")
             self._button = w.Button(description="Analyse", button_style="primary")
             self._button.add_class("attnlab-sentiment-button")
@@ -412,8 +503,12 @@ class SentimentApp:
             self._result.add_class("attnlab-sentiment-result")
             self._input.observe(lambda change: self.update(change["new"]), names="value")
             self._button.on_click(lambda _: self.update(self._input.value))
-            self._widget = w.VBox([title, w.HBox([self._input, self._button]), self._result,
-                                   restart_note()])
+            cards = "".join(f"<p><b>{html.escape(MODEL_NAMES[name])}</b>: {html.escape(card)}</p>"
+                            for name, card in self.model_cards().items())
+            about = w.HTML(f"<details><summary>What the two models are</summary>{cards}"
+                           f"<p>{html.escape(SCOPE)}</p></details>")
+            self._widget = w.VBox([title, about, w.HBox([self._input, self._button]),
+                                   self._result, restart_note()])
             self._widget.add_class("attnlab-sentiment")
             self.update(self._input.value)
         return self._widget

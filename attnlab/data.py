@@ -105,6 +105,13 @@ class Reviews:
             raise TypeError(f"index must be an int or a slice, got {index!r}")
         return Review(self.sentences[index], self.labels[index], self.positions[index])
 
+    def __add__(self, other: Reviews) -> Reviews:
+        """Both sets, this one first (as lists add)."""
+        if not isinstance(other, Reviews):
+            return NotImplemented
+        return Reviews(self.sentences + other.sentences, self.labels + other.labels,
+                       self.positions + other.positions)
+
     def texts(self) -> list[str]:
         """The sentences as plain strings (words joined by spaces)."""
         return [" ".join(s) for s in self.sentences]
@@ -158,15 +165,16 @@ def _place_one_word(rng, words, pos_words, neg_words) -> tuple[int, int]:
     return label, where
 
 
-def _place_contrast(rng, words, pos_words, neg_words) -> tuple[int, int]:
-    """A sentiment word, "but", and a word of the other polarity, at three random positions in
-    that order; the label is the polarity of the word after "but"."""
+def _place_contrast(rng, words, pos_words, neg_words, contrast: str = CONTRAST
+                    ) -> tuple[int, int]:
+    """A sentiment word, "but" (or `contrast`), and a word of the other polarity, at three
+    random positions in that order; the label is the polarity of the word after "but"."""
     first, but, second = sorted(int(i) for i in rng.choice(len(words), size=3, replace=False))
     label = int(rng.integers(2))  # 1: the word after "but" is positive
     good = pos_words[int(rng.integers(len(pos_words)))]
     bad = neg_words[int(rng.integers(len(neg_words)))]
-    words[first], words[but], words[second] = (bad, CONTRAST, good) if label else (
-        good, CONTRAST, bad)
+    words[first], words[but], words[second] = (bad, contrast, good) if label else (
+        good, contrast, bad)
     return label, second
 
 
@@ -182,18 +190,45 @@ def make_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
 
 
 def make_contrast_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = POSITIVE,
-                          negative: Sequence[str] = NEGATIVE,
-                          neutral: Sequence[str] = NEUTRAL) -> Reviews:
+                          negative: Sequence[str] = NEGATIVE, neutral: Sequence[str] = NEUTRAL,
+                          contrast: str = CONTRAST) -> Reviews:
     """`n` reviews of 5–15 tokens: filler with a sentiment word, then "but", then a word of the
     other polarity; the label is the polarity of the word after "but", and `positions` records
-    that word.
+    that word. `contrast` puts another word where "but" stands ("yet").
 
     The three positions are a uniform random triple and which polarity comes after "but" is a
     fair coin, independent of everything else: given the bag of words, both labels are exactly
     equally likely. Hence no function of the bag (a model without positions, or whose attention
     is made uniform so that no word can single out another) beats 50 %.
     """
-    return _generate(n, seed, positive, negative, neutral, _place_contrast)
+    contrast = check_str("contrast", contrast)
+    return _generate(n, seed, positive, negative, neutral,
+                     lambda *args: _place_contrast(*args, contrast=contrast))
+
+
+def swapped(reviews: Reviews, positive: Sequence[str] = POSITIVE,
+            negative: Sequence[str] = NEGATIVE) -> Reviews:
+    """Contrast reviews with their two sentiment words exchanged: the same bag of words, the
+    other label (the decisive word still sits after "but", at the same position)."""
+    sentiment = set(positive) | set(negative)
+    sentences = []
+    for i, (words, _, _) in enumerate(reviews):
+        at = [j for j, word in enumerate(words) if word in sentiment]
+        if len(at) != 2:
+            raise ValueError(f"review {i} must hold two sentiment words to swap (a contrast "
+                             f"review), got {len(at)}: {' '.join(words)!r}")
+        turned = list(words)
+        turned[at[0]], turned[at[1]] = words[at[1]], words[at[0]]
+        sentences.append(turned)
+    return Reviews(sentences, [1 - label for label in reviews.labels], list(reviews.positions))
+
+
+def negated(reviews: Reviews, negation: str = "not") -> Reviews:
+    """One-word reviews with "not" before their sentiment word, so the other label: "the plot
+    was not dull" is positive. `positions` still points at the sentiment word."""
+    sentences = [words[:at] + [negation] + words[at:] for words, _, at in reviews]
+    return Reviews(sentences, [1 - label for label in reviews.labels],
+                   [at + 1 for at in reviews.positions])
 
 
 class Vocab:

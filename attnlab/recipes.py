@@ -104,6 +104,9 @@ TINY = ClassifierRecipe(d_model=32, n_heads=4, d_ff=64, lr=3e-3, batch_size=64, 
                         n_train=1600, n_test=400)
 #: notebook 06's sentiment head on MiniLM (and the sentiment app's)
 HEAD = HeadRecipe(n_train=400, epochs=30, lr=3e-2, batch_size=64)
+#: notebook 06's attention-pooling head on MiniLM's token states (the sentiment app's): n_train is
+#: the one-word reviews; as many contrast reviews come with their swaps, and half as many negated
+POOLING = HeadRecipe(n_train=400, epochs=40, lr=3e-3, batch_size=64)
 # Notebook 05: 30,000 sets of 10, each seen once, in about 2 s on one thread. Chosen so that
 # training is not chaotic: with ReLU, or d_model 64 on all 1280 features at lr 1e-3, moving
 # every input feature by one float32 ulp gave another model (weights 5-15 % apart, accuracies

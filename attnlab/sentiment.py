@@ -1,7 +1,8 @@
 """Sentiment on top of the pre-trained encoder (notebook 06): a linear head on the frozen
-all-MiniLM-L6-v2 (`attnlab.minilm`), what the encoder's heads attend to, two interventions on one
-token's role as a key, and the reliability diagram that compares a classifier's confidence with
-its accuracy. The sentiment app (`attnlab.app`) uses the head.
+all-MiniLM-L6-v2 (`attnlab.minilm`) and an attention-pooling head on its token states, what the
+encoder's heads attend to, two interventions on one token's role as a key, and the reliability
+diagram that compares a classifier's confidence with its accuracy. The sentiment app
+(`attnlab.app`) uses the pooling head.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from . import data
 from .checks import check_choice, check_int, check_tensor
 from .data import Reviews
 from .minilm import MiniLM
 from .probes import hide_key
-from .recipes import HEAD
+from .recipes import HEAD, POOLING
 from .train import fit_classifier, seeded
 
 
@@ -25,22 +27,80 @@ def check_encoder(encoder) -> MiniLM:
     return encoder
 
 
+class AttentionPooling(nn.Module):
+    """A sentiment head that reads word order: one learned query attends over a review's token
+    states, and a linear layer classifies what it gathered.
+
+    weights = softmax(states · q) over the review's tokens, pooled = Σ_t weights_t · state_t,
+    logits = W pooled + b. A mean (what the linear head reads) gives "dull ... but ... superb"
+    and its swap nearly the same vector; a query can put its weight on the word after "but",
+    as [CLS] pooling and the Set Transformer's pooling by attention do. Its weights are what the
+    decision read: they sum to one over the review's word pieces ([CLS] and [SEP] are not
+    read). `states` (N, T, d) come from `token_states`, where a row of zeros is no token (padding,
+    [CLS], [SEP]), so that the head, like `nn.Linear`, takes one tensor.
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.query = nn.Parameter(torch.zeros(d))  # (d,)   zeros: uniform weights at the start
+        self.out = nn.Linear(d, 2)
+
+    def weights(self, states: torch.Tensor) -> torch.Tensor:
+        """(N, T): how much each token's state counts, summing to one over real tokens."""
+        scores = states @ self.query  # (N, T)   q · h_t
+        real = states.ne(0).any(-1)  # (N, T)
+        scores = scores.masked_fill(~real, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)  # (N, T)
+        return torch.nan_to_num(weights)  # a text without tokens: no weight anywhere
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        pooled = (self.weights(states).unsqueeze(-1) * states).sum(1)  # (N, d)   Σ_t w_t h_t
+        return self.out(pooled)  # (N, 2)
+
+
+@torch.no_grad()
+def token_states(encoder: MiniLM, sentences, batch_size: int = 64) -> torch.Tensor:
+    """The encoder's last-layer states of each text's word pieces, (N, T, 384), zero where there
+    is no word piece of the text: padding, [CLS] and [SEP] (what `AttentionPooling` reads)."""
+    check_encoder(encoder)
+    batch = encoder.tokenize(sentences)
+    n, length = batch.ids.shape
+    out = torch.zeros(n, length, encoder.config["hidden_size"])  # (N, T, 384)
+    for start in range(0, n, batch_size):
+        rows = slice(start, start + batch_size)
+        keep = batch.keep[rows]  # (b, T)
+        used = int(keep.sum(1).max())  # this batch's longest text
+        hidden, _ = encoder(batch.ids[rows, :used], keep[:, :used])  # (b, used, 384)
+        words = keep[:, :used].clone()  # (b, used)
+        words[:, 0] = False  # [CLS]
+        words[torch.arange(len(words)), keep.sum(1) - 1] = False  # [SEP]
+        out[rows, :used] = hidden * words.unsqueeze(-1)
+    return out
+
+
 def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
              y_test: torch.Tensor, *, seed: int = 0, verbose: bool = False, **overrides):
-    """Train a linear sentiment head, nn.Linear(d, 2), on sentence vectors (N, d) that are
-    already computed: the encoder stays frozen, so each review is encoded once, and only
-    2·d + 2 weights learn. Training is `attnlab.train.fit_classifier` (seeded Adam, the loop that
-    trains the TinyTransformer) by `recipes.HEAD` (`overrides` replace its values). Returns
-    (head in eval mode, history)."""
-    for name, x in (("x_train", x_train), ("x_test", x_test)):
-        check_tensor(name, x, floating=True)
-        if x.dim() != 2 or x.shape[1] != x_train.shape[-1]:
-            raise ValueError(f"{name} must be sentence vectors (N, {x_train.shape[-1]}), "
-                             f"got shape {tuple(x.shape)}")
-    r = HEAD.but(**overrides)
-    head = seeded(lambda: nn.Linear(x_train.shape[1], 2).to(x_train.device), seed)  # W v + b
-    history = fit_classifier(head, x_train, y_train, x_test, y_test, recipe=r, seed=seed,
-                             verbose=verbose)
+    """Train a sentiment head on inputs that are already computed: the encoder stays frozen, so
+    each review is encoded once. Sentence vectors (N, d) train a linear head, nn.Linear(d, 2)
+    (2·d + 2 weights), by `recipes.HEAD`; token states (N, T, d) from `token_states` train an
+    `AttentionPooling` head (3·d + 2 weights) by `recipes.POOLING`. Training is
+    `attnlab.train.fit_classifier` (seeded Adam, the loop that trains the TinyTransformer);
+    `overrides` replace the recipe's values. Returns (head in eval mode, history)."""
+    check_tensor("x_train", x_train, floating=True)
+    if x_train.dim() not in (2, 3):
+        raise ValueError(f"x_train must be sentence vectors (N, d) or token states (N, T, d), "
+                         f"got shape {tuple(x_train.shape)}")
+    check_tensor("x_test", x_test, floating=True)
+    if x_test.dim() != x_train.dim() or x_test.shape[-1] != x_train.shape[-1]:
+        raise ValueError(f"x_test must be like x_train, (N, {x_train.shape[-1]})"
+                         f"{' with tokens' if x_train.dim() == 3 else ''}, "
+                         f"got shape {tuple(x_test.shape)}")
+    d = x_train.shape[-1]
+    pooling = x_train.dim() == 3
+    r = (POOLING if pooling else HEAD).but(**overrides)
+    head = seeded(lambda: AttentionPooling(d) if pooling else nn.Linear(d, 2), seed)  # W v + b
+    history = fit_classifier(head.to(x_train.device), x_train, y_train, x_test, y_test,
+                             recipe=r, seed=seed, verbose=verbose)
     return head.eval(), history
 
 
@@ -61,6 +121,39 @@ def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = F
     r = HEAD.but(**overrides)
     train = train[: r.n_train]
     x_train, x_test = encoder.encode(train.texts()), encoder.encode(test.texts())  # (N, 384) each
+    y_train, y_test = torch.tensor(train.labels), torch.tensor(test.labels)  # (N,)
+    return fit_head(x_train, y_train, x_test, y_test, seed=seed, verbose=verbose, **overrides)
+
+
+def pooling_reviews(seed: int = 0, n: int = POOLING.n_train) -> Reviews:
+    """What the pooling head learns from, all made by `attnlab.data`: n one-word reviews, n
+    contrast reviews (half with "but", half with "yet") and the same reviews with their two
+    sentiment words swapped (so a bag of words alone says nothing), and n/2 one-word reviews
+    negated ("not dull": positive)."""
+    n = check_int("n", n, minimum=2)
+    contrast = [data.make_contrast_reviews(n // 2, seed=seed + 1 + i, contrast=word)
+                for i, word in enumerate(("but", "yet"))]
+    return (data.make_reviews(n, seed=seed) + contrast[0] + contrast[1]
+            + data.swapped(contrast[0]) + data.swapped(contrast[1])
+            + data.negated(data.make_reviews(n // 2, seed=seed + 3)))
+
+
+def held_out_contrasts(seed: int = 1000, n: int = 200) -> Reviews:
+    """n contrast reviews (half "but", half "yet") and their swaps, from seeds no training uses."""
+    contrast = [data.make_contrast_reviews(n // 2, seed=seed + i, contrast=word)
+                for i, word in enumerate(("but", "yet"))]
+    return contrast[0] + contrast[1] + data.swapped(contrast[0]) + data.swapped(contrast[1])
+
+
+def train_pooling_head(encoder: MiniLM, *, seed: int = 0, verbose: bool = False,
+                       **overrides):
+    """Encode `pooling_reviews()` and `held_out_contrasts()` with the frozen encoder
+    (`token_states`) and train an `AttentionPooling` head on them (`fit_head`; `seed` seeds its
+    weights and batches). Returns (head in eval mode, history)."""
+    check_encoder(encoder)
+    r = POOLING.but(**overrides)
+    train, test = pooling_reviews(n=r.n_train), held_out_contrasts()
+    x_train, x_test = token_states(encoder, train.texts()), token_states(encoder, test.texts())
     y_train, y_test = torch.tensor(train.labels), torch.tensor(test.labels)  # (N,)
     return fit_head(x_train, y_train, x_test, y_test, seed=seed, verbose=verbose, **overrides)
 

@@ -1,12 +1,13 @@
 """The sentiment app as a web app: notebook 06's `SentimentApp` behind a Gradio page.
 
-The page is the same app as the notebook's widget, served over HTTP: a text box; for each model
-(MiniLM with its trained head, the TinyTransformer) the label with its probability and the
-tokens shaded by the attention they receive; the notes that say what a model could not read;
-and the caveat notebook 06 measures (weight on a token is not information from it). Every
-answer comes from `SentimentApp.respond` (the widget's own path): `handle` only turns its result
-into the components' values. Nothing shown is HTML built from the input: the review, the notes
-and the tokens go into Textbox and HighlightedText components, which show text as text.
+The page is the same app as the notebook's widget, served over HTTP: a text box and clickable
+examples; what each model is, in two lines (its model card), and what the app can read; for each
+model (MiniLM with its attention-pooling head, the TinyTransformer) the label, or "not sure",
+with its probability, and the tokens with their weight beside each and as its shade; the notes
+that say what a model could not read; and that weight is not the whole reason. Every answer
+comes from `SentimentApp.respond` (the widget's own path): `handle` only turns its result into
+the components' values. Nothing shown is HTML built from the input: the review, the notes and
+the tokens go into Textbox, Label and HighlightedText components, which show text as text.
 
 The models are built (or loaded from the app's cache, `attnlab.app.cache_dir()`) once, before
 the server starts: no request trains anything. `python -m attnlab.web` (or `make app`, or
@@ -15,31 +16,44 @@ space/app.py on a Hugging Face Space) serves it; gradio is the `space` extra of 
 from __future__ import annotations
 
 import argparse
+import html
 import os
 from typing import NamedTuple
 
 import gradio as gr
 
-from .app import EXAMPLE_REVIEW, MODEL_NAMES, SHADING_LEGEND, SentimentApp, echo, token_shades
+from .app import (
+    EXAMPLE_REVIEW,
+    EXAMPLES,
+    MODEL_NAMES,
+    SCOPE,
+    SHADING,
+    UNSURE,
+    WEIGHT_IS_NOT_REASON,
+    SentimentApp,
+    echo,
+    token_shades,
+)
 
 #: a review longer than this is cut before it is read: both models read only its start anyway
 #: (MiniLM 254 word pieces, the TinyTransformer 64 words), and the cut keeps every answer fast
 MAX_CHARS = 100_000
-CAVEAT = (
-    f"How to read the shading: {SHADING_LEGEND}. Attention weight is not information: "
-    "notebook 06 measures that [CLS] receives the most weight in every layer, yet zeroing "
-    "what it carries changes almost nothing. A shaded token is where a model looked, not why "
-    "it decided.")
+CAVEAT = WEIGHT_IS_NOT_REASON
 MODELS = tuple(MODEL_NAMES)  # ("minilm", "tiny"): the order of the page's columns
+#: a token's score in gr.HighlightedText, times its weight relative to the largest: Gradio
+#: shades a negative score purple (a positive one red, which reads as "negative sentiment"),
+#: and at 0.85 of its purple black text keeps 5.7:1 (WCAG AA)
+SHADE = -0.85
 
 
 class Answer(NamedTuple):
     """The values of the page's output components, in the order of `OUTPUTS`."""
     message: str          # the notes (what was cut, what a model could not read), or the problem
     review: str           # the review as read, control characters made visible, cut to 300
-    minilm_label: dict    # {"positive": p, "negative": 1 - p} for gr.Label, {} on a problem
-    minilm_tokens: list   # [(token, relative attention 0..1)] for gr.HighlightedText
-    tiny_label: dict
+    minilm_label: dict | str  # {"positive": p, "negative": 1 - p} for gr.Label, "not sure
+    #                           (P(positive) = p)" when the model is not sure, {} on a problem
+    minilm_tokens: list   # [(token and its weight, SHADE x relative weight)] for gr.HighlightedText
+    tiny_label: dict | str
     tiny_tokens: list
     timing: str
 
@@ -47,7 +61,9 @@ class Answer(NamedTuple):
 OUTPUTS = Answer._fields
 
 
-def _label(m: dict) -> dict[str, float]:
+def _label(m: dict) -> dict[str, float] | str:
+    if m["label"] == UNSURE:
+        return f"{UNSURE} (P(positive) = {m['p_positive']:.2f})"
     return {"positive": m["p_positive"], "negative": 1.0 - m["p_positive"]}
 
 
@@ -66,8 +82,9 @@ def handle(app: SentimentApp, text) -> Answer:
         notes.insert(0, f"Very long review ({len(text):,} characters): only the first "
                         f"{MAX_CHARS:,} were read.")
     # The number beside each token, so that the shade is never the only cue (WCAG 1.4.1).
-    tokens = {name: [(f"{token} {weight:.2f}", round(relative, 3)) for token, weight, relative, _
-                     in token_shades(result["models"][name])] for name in MODELS}
+    tokens = {name: [(f"{token} {weight:.2f}", round(SHADE * relative, 3))
+                     for token, weight, relative, _ in token_shades(result["models"][name])]
+              for name in MODELS}
     return Answer("\n".join(notes) or "Both models read the whole review.",
                   echo(result["text"]),
                   _label(result["models"]["minilm"]), tokens["minilm"],
@@ -79,9 +96,13 @@ def build(app: SentimentApp | None = None, concurrency: int = 4) -> gr.Blocks:
     trained now, before any request). `concurrency`: requests answered at once; the rest wait
     in Gradio's queue."""
     app = app if app is not None else SentimentApp()
+    cards = app.model_cards()
     with gr.Blocks(title="attnlab sentiment app", analytics_enabled=False) as page:
         gr.Markdown("# Sentiment app\nType a review and press Enter (or Analyse): two models "
-                    "answer, and the shading shows where each one's attention went.")
+                    "answer, and each token shows how much weight it got.")
+        gr.Markdown("\n\n".join(f"**{MODEL_NAMES[name]}**: {html.escape(card)}"
+                                 for name, card in cards.items())
+                    + f"\n\n*{html.escape(SCOPE)}*", elem_id="model-cards")
         with gr.Row():
             box = gr.Textbox(value=EXAMPLE_REVIEW, label="Review", lines=1, max_lines=8,
                              elem_id="review", scale=4)
@@ -96,13 +117,16 @@ def build(app: SentimentApp | None = None, concurrency: int = 4) -> gr.Blocks:
                     outputs[f"{name}_label"] = gr.Label(label=MODEL_NAMES[name], num_top_classes=2,
                                                         elem_id=f"{name}-label")
                     outputs[f"{name}_tokens"] = gr.HighlightedText(
-                        label=f"{MODEL_NAMES[name]}: attention received", elem_id=f"{name}-tokens",
-                        show_legend=False, show_inline_category=False, combine_adjacent=False,
-                        adjacent_separator=" ")
+                        label=f"{MODEL_NAMES[name]}: weight of each token",
+                        elem_id=f"{name}-tokens", show_legend=False, show_inline_category=False,
+                        combine_adjacent=False, adjacent_separator=" ")
+                    gr.Markdown(html.escape(SHADING[name]), elem_id=f"{name}-legend")
         outputs["timing"] = gr.Textbox(label="Time", interactive=False, elem_id="timing")
         gr.Markdown(CAVEAT, elem_id="caveat")
         components = [outputs[name] for name in OUTPUTS]
         answer = lambda text: handle(app, text)
+        gr.Examples(examples=[[e] for e in EXAMPLES], inputs=box, outputs=components,
+                    fn=answer, run_on_click=True, cache_examples=False, label="Examples")
         for event in (box.submit, button.click):
             event(answer, inputs=box, outputs=components, concurrency_limit=concurrency,
                   api_name="analyse" if event == button.click else False)

@@ -47,7 +47,13 @@ from attnlab.minilm import model_files
 from attnlab.plots import BLUE, ORANGE, attention_heatmap, layer_head_grid, show_figure
 from attnlab.recipes import HEAD
 from attnlab.report import fmt
-from attnlab.sentiment import attention_patterns, encode_without_key, fit_head
+from attnlab.sentiment import (
+    attention_patterns,
+    encode_without_key,
+    fit_head,
+    pooling_reviews,
+    token_states,
+)
 from attnlab.train import evaluate, initial_model, task_reviews, train_classifier
 
 attnlab.seed_everything(0)
@@ -574,10 +580,11 @@ assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU
 # ## Going further
 #
 # Optional: nothing on the main line needs it. *Why one-word reviews?* measures what a
-# mean-pooled sentence vector keeps of notebook 03's contrast reviews; *Words neither model was
-# trained on* sets MiniLM + head against a TinyTransformer trained from scratch, on unseen
-# synonyms and in a reliability diagram; *The sentiment app* lets both models answer a review you
-# type.
+# mean-pooled sentence vector keeps of notebook 03's contrast reviews, and a head that pools by
+# attention instead; *Words neither model was trained on* sets MiniLM + head against a
+# TinyTransformer trained from scratch, on unseen synonyms and in a reliability diagram; *The
+# sentiment app* lets MiniLM with the attention-pooling head and the TinyTransformer answer a
+# review you type.
 
 # %% [markdown]
 # ### Why one-word reviews?
@@ -588,13 +595,7 @@ assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU
 
 # %%
 contrast = data.make_contrast_reviews(200, seed=0)
-sentiment_words = set(data.POSITIVE + data.NEGATIVE)
-swapped = []
-for words, _, _ in contrast:
-    first, second = [i for i, w in enumerate(words) if w in sentiment_words]
-    turned = list(words)
-    turned[first], turned[second] = words[second], words[first]  # the label flips
-    swapped.append(" ".join(turned))
+swapped = data.swapped(contrast).texts()  # the two sentiment words exchanged: the label flips
 x_contrast, x_swapped = minilm.encode(contrast.texts()), minilm.encode(swapped)  # (200, 384)
 swap_cos = (x_contrast * x_swapped).sum(1)  # (200,)
 print(f"{contrast.texts()[1]!r} -> {swapped[1]!r}")
@@ -633,8 +634,41 @@ assert max(held_out for _, held_out in probe_accs) < min(head_accs) - 0.1
 # It separates them a little: better than chance on pairs it never saw, but far from what the
 # head does on one-word reviews, and below 0.9 even on its own training vectors. The mean
 # keeps which words occur and only a faint trace of which one comes after "but": a contrast
-# review and its swap, with opposite labels, keep a cosine above 0.95 on average. So the head
-# (and the sentiment app) use the one-word reviews, which a mean carries.
+# review and its swap, with opposite labels, keep a cosine above 0.95 on average.
+
+# %% [markdown]
+# ### A head that pools by attention
+#
+# So do not average. Give the head one learned query that attends over MiniLM's token states
+# (before the mean): softmax(states · q) weights the tokens, and a linear layer reads their
+# weighted sum (`sentiment.AttentionPooling`, the pooling of [CLS] and of the Set Transformer).
+# Each token's state already carries its neighbours, so the query can pick the word after
+# "but". Train it, three seeds, on the series' reviews (`pooling_reviews`: one-word reviews,
+# contrasts with "but" or "yet" in both orders, "not" before a sentiment word) and test it on the
+# 200 contrast reviews above and their swaps, which it never saw.
+
+# %%
+pool_train = pooling_reviews()
+x_pool = token_states(minilm, pool_train.texts())  # (1400, T, 384)   zeros: no token
+x_pairs = token_states(minilm, contrast.texts() + swapped)  # (400, T, 384)
+y_pool, y_pairs = torch.tensor(pool_train.labels), torch.cat([y_contrast, 1 - y_contrast])
+pooling_heads = [fit_head(x_pool, y_pool, x_pairs, y_pairs, seed=s)[0] for s in SEEDS]
+pool_accs = [evaluate(h, x_pairs, y_pairs)[1] for h in pooling_heads]
+# A few of the 400 sit at P(positive) = 0.5, where another CPU's last bits flip them: the line
+# says what holds for every seed, and holds with a few to spare.
+print("on the 200 contrast reviews and their swaps, accuracy (chance: 0.5)")
+print(f"  linear head on the mean, trained on 150 of the pairs: "
+      f"{', '.join(fmt(held, 3) for _, held in probe_accs)} (on the other 50)")
+print(f"  attention pooling, never trained on them:             "
+      f"{'above' if min(pool_accs) > 0.95 else 'NOT above'} 0.95 with each seed")
+
+# %% tags=["remove-cell"]
+assert min(pool_accs) > 0.95 and min(pool_accs) > max(held for _, held in probe_accs) + 0.1
+
+# %% [markdown]
+# Pooling by attention reads the order the mean lost: above 0.95 on pairs it never saw, with
+# all three seeds, where the linear head on the mean stayed near 0.65. Over seven series seeds
+# (`ATTNLAB_SEED`) its lowest was 0.965. The sentiment app below uses it.
 
 # %% [markdown]
 # ### Words neither model was trained on
@@ -824,26 +858,48 @@ assert sum(same_side) == len(synonyms)
 # %% [markdown]
 # ### The sentiment app
 #
-# Type a review and both models answer, with their probability and where they looked: each
-# token's background is as dark as the attention it receives (last layer, mean over heads and
-# queries). Words the TinyTransformer never saw are struck through. Any text works: empty, very
-# long (you are told what was cut), emoji, other scripts, even HTML, which is shown as text.
-# First the static view (the same `analyze` the widget calls), then the widget (it needs a live
-# kernel). `attnlab.SentimentApp()` with no arguments builds these same two models by itself.
+# Type a review and two models answer: MiniLM with the attention-pooling head (seed 0) and the
+# TinyTransformer. Each answers positive, negative or *not sure* (a probability within 0.15 of
+# 0.5, or no sentiment word it knows), and gives each token a number, shown beside it and as its
+# shade: for MiniLM the weight the head's query gives it, what the decision read; for the
+# TinyTransformer the attention it receives in its last layer. Words the TinyTransformer never
+# saw are struck through. Any text works: empty, very long (you are told what was cut), emoji,
+# other scripts, even HTML, which is shown as text. First the static view (the same `analyze`
+# the widget calls), then the widget (it needs a live kernel). `attnlab.SentimentApp()` with no
+# arguments builds these same two models by itself.
 
 # %%
-app = SentimentApp(tiny, minilm, head)
+app = SentimentApp(tiny, minilm, pooling_heads[0])
 example = app.analyze(EXAMPLE_REVIEW)
 print(app.text(example))
 
 # %% tags=["remove-cell"]
 assert example["label"] == "positive" and example["probability"] > 0.9
 assert {"terrific", "outstanding"} <= set(example["models"]["tiny"]["unknown"])
+assert example["models"]["tiny"]["label"] == "not sure"
 
 # %% [markdown]
 # The reliability lesson in one review: MiniLM + head answers positive. The TinyTransformer never
-# saw *terrific* or *outstanding*: it reads both as `<unk>`, so whatever it answers, and however
-# sure it is, comes from the untrained `<unk>` vector where the decisive words should be.
+# saw *terrific* or *outstanding*: it reads both as `<unk>`, so its probability comes from the
+# untrained `<unk>` vector where the decisive words should be, and the app calls it *not sure*
+# however sure that number looks. Now the contrast review of notebook 04 and its swap:
+
+# %%
+for review in ("the plot was dull but the cast was superb",
+               "the cast was superb but the plot was dull"):
+    print(app.text(app.analyze(review)))
+
+# %% tags=["remove-cell"]
+swap_answers = [app.analyze(r) for r in ("the plot was dull but the cast was superb",
+                                         "the cast was superb but the plot was dull")]
+assert [a["label"] for a in swap_answers] == ["positive", "negative"]
+assert len({a["models"]["tiny"]["label"] for a in swap_answers}) == 1
+assert all(a["weights"].argmax() == a["tokens"].index(w)
+           for a, w in zip(swap_answers, ("superb", "dull")))
+
+# %% [markdown]
+# MiniLM's head gets both right and puts most of its weight on the word after "but"; the
+# TinyTransformer, trained on one-word reviews, gives both the same answer.
 
 # %%
 print(app.text(app.analyze("<b>bold?</b> 🙂")))

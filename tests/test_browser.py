@@ -376,6 +376,22 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
         bold_x = page.locator("b", has_text=re.compile(r"^\s*x\s*$"))
         assert bold_x.count() == 0, "<b>x</b> became bold text"
         app.screenshot(path=str(ARTIFACTS / "06-sentiment-html-as-text.png"))
+
+        # The answer is always of the text in the box: a review sent with Enter, then another
+        # typed and Analyse clicked at once (issue 51: that click re-analysed the previous
+        # review in 4 of 21 tries while the box sent its text only on Enter).
+        box = app.locator(".attnlab-sentiment-input input")
+        button = app.locator(".attnlab-sentiment-button")
+        for k in range(5):
+            _type_review(app, f"the first review {k} was dull")
+            expect(echo).to_have_text(f"the first review {k} was dull",
+                                      timeout=WIDGET_UPDATE * 1000)
+            box.fill(f"the second review {k} was superb")
+            button.click()
+            expect(echo).to_have_text(f"the second review {k} was superb",
+                                      timeout=WIDGET_UPDATE * 1000)
+            page.wait_for_timeout(500)  # nothing older arrives after it
+            assert echo.inner_text().strip() == f"the second review {k} was superb", k
     assert not page.blocked, f"the page tried to reach the network: {page.blocked}"
 
 

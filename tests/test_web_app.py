@@ -5,6 +5,7 @@ answer takes: benchmarks/web_app.py.)"""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.request
@@ -55,14 +56,28 @@ def server(app):
         page.close()
 
 
+def p_positive(label) -> float:
+    """P(positive) from a gr.Label value: {"positive": p, "negative": 1 - p}, or the string
+    "not sure (P(positive) = 0.56)"; from the API, {"label": ..., "confidences": [...]}."""
+    if isinstance(label, dict) and "confidences" in label:
+        label = ({c["label"]: c["confidence"] for c in label["confidences"]}
+                 if label["confidences"] else label["label"])
+    if isinstance(label, dict):
+        assert set(label) == {"positive", "negative"}, label
+        assert label["positive"] + label["negative"] == pytest.approx(1.0), label
+        return label["positive"]
+    match = re.fullmatch(r"not sure \(P\(positive\) = (0\.\d\d|1\.00)\)", label)
+    assert match, label
+    return float(match.group(1))
+
+
 def _well_formed(answer: web.Answer, name: str) -> None:
     assert isinstance(answer, web.Answer), name
     for label in (answer.minilm_label, answer.tiny_label):
-        assert set(label) == {"positive", "negative"}, name
-        assert label["positive"] + label["negative"] == pytest.approx(1.0), name
+        assert 0.0 <= p_positive(label) <= 1.0, name
     for tokens in (answer.minilm_tokens, answer.tiny_tokens):
-        assert all(isinstance(t, str) and 0.0 <= w <= 1.0 for t, w in tokens), name
-    assert answer.minilm_tokens[0][0].startswith("[CLS] "), name
+        assert all(isinstance(t, str) and web.SHADE <= w <= 0.0 for t, w in tokens), name
+    assert not any(t.startswith(("[CLS] ", "[SEP] ")) for t, _ in answer.minilm_tokens), name
     assert answer.message and "Traceback" not in answer.message, name
     assert answer.timing.startswith("answered in "), name
 
@@ -80,7 +95,8 @@ def test_every_hostile_input_gets_an_answer_shown_as_text(app):
     assert "TinyTransformer read the first 64" in said["100,000 characters"]
     assert "[UNK]" in said["emoji"] and "[UNK]" in said["non-ASCII"]
     assert "blimf, quaxx, snerp, zorgle" in said["only unknown words"]
-    assert said["only punctuation"] == "Both models read the whole review."
+    assert said["only punctuation"].startswith("The TinyTransformer read no sentiment word")
+    assert web.handle(app, "A dull film.").message == "Both models read the whole review."
     review = web.handle(app, HOSTILE["HTML and script"]).review
     assert review == HOSTILE["HTML and script"]  # verbatim: the page shows it in a text box
     shown = web.handle(app, HOSTILE["control characters"]).review
@@ -93,24 +109,35 @@ def test_what_is_not_a_review_gets_a_clear_message(app):
         answer = web.handle(app, value)
         assert answer.message.startswith("Could not analyse this text (TypeError: text must be")
         assert answer.minilm_label == {} and answer.minilm_tokens == [] and answer.review == ""
-    huge = "great " * 40_000  # 240,000 characters: only the first MAX_CHARS are read
+    huge = "The acting was great. " * 12_000  # 264,000 characters: the first MAX_CHARS read
     answer = web.handle(app, huge)
-    assert answer.message.startswith(f"Very long review (240,000 characters): only the first "
+    assert answer.message.startswith(f"Very long review (264,000 characters): only the first "
                                      f"{web.MAX_CHARS:,} were read.")
-    assert answer.minilm_label["positive"] > 0.5
+    assert p_positive(answer.minilm_label) > 0.5
 
 
 def test_the_answers_are_the_widgets(app):
     """One path: the page shows what SentimentApp.analyze says, shaded as the widget shades."""
     text = "What a terrific film, the cast was outstanding!"
     answer, result = web.handle(app, text), app.analyze(text)
-    assert answer.minilm_label["positive"] == pytest.approx(result["models"]["minilm"]
+    assert p_positive(answer.minilm_label) == pytest.approx(result["models"]["minilm"]
                                                             ["p_positive"])
-    assert answer.tiny_label["positive"] == pytest.approx(result["models"]["tiny"]["p_positive"])
+    assert answer.tiny_label == "not sure (P(positive) = 0.01)"  # it knows no word of it
+    assert result["models"]["tiny"]["p_positive"] == pytest.approx(0.01, abs=0.005)
     shades = token_shades(result["models"]["minilm"])
     assert [t for t, _ in answer.minilm_tokens] == [f"{t} {w:.2f}" for t, w, _, _ in shades]
     assert [t.rsplit(" ", 1)[0] for t, _ in answer.minilm_tokens] == result["tokens"]
-    assert max(w for _, w in answer.minilm_tokens) == 1.0  # relative to the most attended
+    assert min(w for _, w in answer.minilm_tokens) == web.SHADE  # the largest weight
+
+
+def test_a_contrast_review_and_its_swap_get_their_labels_and_not_sure_reads_so(app):
+    """Issue 51's headline: the page reads which clause comes after "but"."""
+    for text, label in (("the plot was dull but the cast was superb", "positive"),
+                        ("the cast was superb but the plot was dull", "negative")):
+        p = p_positive(web.handle(app, text).minilm_label)
+        assert (p > 0.65) == (label == "positive") and abs(p - 0.5) > 0.15, (text, p)
+    empty = web.handle(app, "")
+    assert empty.minilm_label.startswith("not sure (P(positive) = 0.")
 
 
 def test_the_page_builds_no_html_from_the_input(app):
@@ -122,14 +149,19 @@ def test_the_page_builds_no_html_from_the_input(app):
     assert {b.elem_id for b in outputs} >= {"review", "notes", "echo", "minilm-label",
                                             "minilm-tokens", "tiny-label", "tiny-tokens"}
     markdown = [b.value for b in page.blocks.values() if isinstance(b, gr.Markdown)]
-    assert any("Attention weight is not information" in m for m in markdown)  # the caveat
+    assert any(m == web.CAVEAT for m in markdown)  # weight is not the whole reason
+    assert any("Held out: " in m and "TinyTransformer" in m for m in markdown)  # model cards
+    examples = [b for b in page.blocks.values() if isinstance(b, gr.Dataset)]
+    assert examples and {"the plot was dull but the cast was superb",
+                         "the cast was superb but the plot was dull"} <= {
+        row[0] for row in examples[0].samples}
 
 
 def test_fifty_requests_from_ten_clients_are_all_answered(app, server):
     # a lone surrogate cannot travel as UTF-8 (no client can send it): handle() has its test
     texts = [t for name, t in HOSTILE.items() if name != "lone surrogate"]
     texts += ["The acting was superb.", "A dreadful, tedious sequel."]
-    expected = {t: web.handle(app, t).minilm_label["positive"] for t in texts}
+    expected = {t: p_positive(web.handle(app, t).minilm_label) for t in texts}
     answers, errors = [], []
 
     def client(k: int):
@@ -152,8 +184,7 @@ def test_fifty_requests_from_ten_clients_are_all_answered(app, server):
     for text, out in answers:
         message, review, minilm_label = out[0], out[1], out[2]
         assert review == echo(text)
-        confidences = {c["label"]: c["confidence"] for c in minilm_label["confidences"]}
-        assert confidences["positive"] == pytest.approx(expected[text], abs=1e-5), text
+        assert p_positive(minilm_label) == pytest.approx(expected[text], abs=1e-5), text
         assert message
 
 
@@ -175,4 +206,4 @@ def test_the_server_keeps_serving_after_bad_requests(server):
     assert _post(call, json.dumps({"data": [{"a": 1}]}).encode()) >= 200
     out = Client(server, verbose=False).predict("The acting was superb.", api_name="/analyse")
     assert out[1] == "The acting was superb."
-    assert {c["label"] for c in out[2]["confidences"]} == {"positive", "negative"}
+    assert p_positive(out[2]) > 0.65

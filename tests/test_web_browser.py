@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,8 @@ def test_the_web_app_answers_a_review_and_shows_html_as_text(page, server):
         page.goto(server.url)
         echo = page.locator("#echo textarea")
         expect(echo).to_have_value(re.compile("terrific"), timeout=ANSWER * 1000)  # page load
-        expect(page.locator("#caveat")).to_contain_text("Attention weight is not information")
+        expect(page.locator("#caveat")).to_contain_text("Weight is not the whole reason")
+        expect(page.locator("#model-cards")).to_contain_text("Held out: ")
 
         review = "the film was awful and the plot was boring"
         _type_review(page, review)
@@ -91,13 +93,14 @@ def test_the_web_app_answers_a_review_and_shows_html_as_text(page, server):
                                                                         timeout=ANSWER * 1000)
         assert _label(page, "tiny") == "negative"
         tokens = _tokens(page, "minilm")
-        assert tokens[:3] == ["[CLS]", "the", "film"] and tokens[-1] == "[SEP]", tokens
+        assert tokens[:2] == ["the", "film"] and "[SEP]" not in tokens, tokens
         assert "awful" in _tokens(page, "tiny")
         beside = page.locator("#minilm-tokens .score-token").first.inner_text().split()
-        assert len(beside) == 2 and 0.0 < float(beside[1]) <= 1.0, beside  # not colour alone
-        shaded = page.locator("#minilm-tokens .score-token").first.evaluate(
-            "e => getComputedStyle(e).backgroundColor")
-        assert shaded not in ("rgba(0, 0, 0, 0)", "transparent"), shaded  # [CLS]: the most
+        assert len(beside) == 2 and 0.0 <= float(beside[1]) <= 1.0, beside  # not colour alone
+        most = max(page.locator("#minilm-tokens .score-token").all(),
+                   key=lambda t: float(t.inner_text().split()[-1]))
+        shade = most.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert shade.startswith("rgba(128, 90, 213"), shade  # purple, not a red for "negative"
         page.screenshot(path=str(ARTIFACTS / "web-app-review.png"), full_page=True)
 
         markup = "<b>x</b><script>alert(1)</script>"
@@ -115,3 +118,25 @@ def test_the_web_app_answers_a_review_and_shows_html_as_text(page, server):
         print(f"--- server log tail ---\n{server.log_tail()}")
         raise
     assert not page.blocked, f"the page tried to reach the network: {page.blocked}"
+
+
+def test_the_contrast_examples_are_a_click_away_and_read_right(page, server):
+    """Issue 51: "the plot was dull but the cast was superb" and its swap, clicked as examples."""
+    page.goto(server.url)
+    echo = page.locator("#echo textarea")
+    expect(echo).to_have_value(re.compile("terrific"), timeout=ANSWER * 1000)
+    for text, label in (("the plot was dull but the cast was superb", "positive"),
+                        ("the cast was superb but the plot was dull", "negative")):
+        page.get_by_text(text, exact=True).click()
+        expect(echo).to_have_value(text, timeout=ANSWER * 1000)
+        expect(page.locator("#minilm-label .output-class")).to_have_text(label)
+    page.screenshot(path=str(ARTIFACTS / "web-app-examples.png"), full_page=True)
+    assert not page.blocked, f"the page tried to reach the network: {page.blocked}"
+
+
+def test_ctrl_c_stops_the_server_promptly(server):
+    """What Ctrl-C in `make app` sends (SIGINT, to the process group): the server is gone within
+    5 s (the module's last test: it stops the server the others used)."""
+    start = time.monotonic()
+    server.stop()
+    assert server.proc.poll() is not None and time.monotonic() - start < 5
