@@ -56,7 +56,7 @@ from .sentiment import (
     train_pooling_head,
 )
 from .train import Trained, initial_model, task_reviews, train_classifier
-from .widgets import restart_note
+from .widgets import UNSURE, restart_note
 
 #: what the app shows before the user types anything
 EXAMPLE_REVIEW = "What a terrific film, the cast was outstanding!"
@@ -86,7 +86,6 @@ SCOPE = ("Short English movie reviews only: a sentence or two. Both models were 
          "made-up reviews; a shaded token is where a model put weight, not the whole reason.")
 #: a model whose probability is within this of 0.5 answers "not sure"
 NOT_SURE = 0.15
-UNSURE = "not sure"
 #: the sentiment words the TinyTransformer was trained on: without one it has nothing to read
 SENTIMENT_WORDS = frozenset(data.POSITIVE + data.NEGATIVE)
 CACHE_FILE = "sentiment-models.pt"

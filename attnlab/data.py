@@ -231,6 +231,31 @@ def negated(reviews: Reviews, negation: str = "not") -> Reviews:
                    [at + 1 for at in reviews.positions])
 
 
+#: what a model of each review task was trained on, as a widget says it
+TASK_READS = {
+    "bag": "reviews with exactly one sentiment word among filler words",
+    "contrast": 'reviews with a sentiment word, then "but", then a word of the other polarity',
+}
+
+
+def outside_task(words: Sequence[str], task: str) -> str | None:
+    """Why a review (its words) is not like the reviews a model of `task` ("bag", "contrast")
+    was trained on, or None when it is: a model asked outside its training answers anyway,
+    often with near certainty, and a widget should say "not sure" instead."""
+    if task not in TASK_READS:
+        raise ValueError(f"task must be one of {', '.join(TASK_READS)}, got {task!r}")
+    at = [i for i, w in enumerate(words) if w in POSITIVE or w in NEGATIVE]
+    if task == "bag":
+        return None if len(at) == 1 else (f"it holds {len(at)} sentiment words the model knows, "
+                                          f"its training reviews one")
+    buts = [i for i, w in enumerate(words) if w == CONTRAST]
+    if (len(at) == 2 and len(buts) == 1 and at[0] < buts[0] < at[1]
+            and (words[at[0]] in POSITIVE) != (words[at[1]] in POSITIVE)):
+        return None
+    return ('it is not "sentiment word ... but ... word of the other polarity" in words the '
+            'model knows')
+
+
 class Vocab:
     """Word <-> id mapping with PAD = 0 and UNK = 1; any other string maps to UNK.
 

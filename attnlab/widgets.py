@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from .attention import scaled_dot_product_attention
 from .checks import check_choice, check_int, check_number, check_str
-from .data import LABELS
+from .data import LABELS, TASK_READS, outside_task
 from .figure_text import describe
 from .plots import SCALED_COLOR, UNSCALED_COLOR
 from .report import fmt
@@ -70,6 +70,8 @@ def _as_matrix(name: str, x, rows: int | None = None, cols: int | None = None) -
 # stretching the table past the notebook's width.
 _LABEL_STYLE = "max-width:24em;overflow-wrap:anywhere"
 
+
+UNSURE = "not sure"  # what a widget answers where its models cannot know
 
 RESTART_NOTE = ("If the numbers stop following the controls, the kernel has restarted: run "
                 "this cell again.")
@@ -433,7 +435,10 @@ class PredictionComparison:
     probabilities of (negative, positive), e.g. `attnlab.models.TinyTransformer`; `vocab` is the
     `attnlab.data.Vocab` they were trained with. Any string is valid input: it is tokenized with
     `vocab.tokens`, cut to the models' `max_len`, words outside the vocabulary are marked unknown,
-    and all of it is shown as text (HTML-escaped).
+    and all of it is shown as text (HTML-escaped). With `task` ("bag" or "contrast": what the
+    models were trained on, `attnlab.data.TASK_READS`) the widget says so, and a text unlike
+    those reviews (`data.outside_task`) gets "not sure" with the reason, beside each
+    probability, instead of a label the models cannot know.
 
     In the DOM: box `attnlab-compare`, text field `attnlab-compare-input`, table
     `attnlab-compare-table` with one row per model: name, P(positive) as text in
@@ -441,7 +446,7 @@ class PredictionComparison:
     models read are in `attnlab-compare-tokens`.
     """
 
-    def __init__(self, models: dict, vocab, text: str = ""):
+    def __init__(self, models: dict, vocab, text: str = "", task: str | None = None):
         if not isinstance(models, dict):
             raise TypeError(f"models must be a dict {{name: model}}, got {type(models).__name__}")
         if not models:
@@ -456,7 +461,9 @@ class PredictionComparison:
         if not callable(getattr(vocab, "encode_batch", None)):
             raise TypeError(f"vocab must be an attnlab.data.Vocab, got {type(vocab).__name__}")
         check_str("text", text)
-        self.models, self.vocab, self.labels = dict(models), vocab, LABELS
+        if task is not None:
+            check_choice("task", task, tuple(TASK_READS))
+        self.models, self.vocab, self.labels, self.task = dict(models), vocab, LABELS, task
         self.max_len = min(getattr(m, "max_len", 64) for m in self.models.values())
         example = "type a review, e.g. the plot was great and the ending awful"
         self.input = w.Text(value=text, description="review", continuous_update=True,
@@ -467,25 +474,31 @@ class PredictionComparison:
         self.tokens_html.add_class("attnlab-compare-tokens")
         self.table_html = w.HTML()
         self.table_html.add_class("attnlab-compare-table")
-        self.widget = w.VBox([self.input, self.tokens_html, self.table_html, restart_note()])
+        trained = ([w.HTML(f"<i>These models were trained only on "
+                           f"{html.escape(TASK_READS[task])}.</i>")] if task else [])
+        self.widget = w.VBox([*trained, self.input, self.tokens_html, self.table_html,
+                              restart_note()])
         self.widget.add_class("attnlab-compare")
         self.update()
 
     def view(self, text: str | None = None) -> dict:
         """What the models make of `text` (default: the text field's): `tokens` they read, which
         of them are `unknown` (bool per token), whether the text was `truncated`, and per model
-        name `p_positive` and `label`."""
+        name `p_positive` and `label` ("not sure" when the text is `outside` the models'
+        training: the reason, or None)."""
         text = self.input.value if text is None else check_str("text", text)
         all_tokens = self.vocab.tokens(text)
         tokens = all_tokens[: self.max_len]
         x = self.vocab.encode_batch([tokens], max_len=self.max_len)  # (1, T)
+        outside = outside_task(tokens, self.task) if self.task else None
         predictions = {}
         for name, model in self.models.items():
             p_positive = float(model.predict_proba(x)[0, 1])
-            predictions[name] = {"p_positive": p_positive,
-                                 "label": self.labels[int(p_positive >= 0.5)]}
+            predictions[name] = {"p_positive": p_positive, "label": UNSURE if outside
+                                 else self.labels[int(p_positive >= 0.5)]}
         return {"text": text, "tokens": tokens, "unknown": [t not in self.vocab for t in tokens],
-                "truncated": len(all_tokens) > len(tokens), "predictions": predictions}
+                "truncated": len(all_tokens) > len(tokens), "predictions": predictions,
+                "outside": outside}
 
     def text(self, view: dict | None = None) -> str:
         """The static, printable form: the tokens read, then one line per model."""
@@ -496,6 +509,8 @@ class PredictionComparison:
         width = max(len(name) for name in v["predictions"])
         for name, p in v["predictions"].items():
             lines.append(f"  {name:<{width}}  P(positive) = {p['p_positive']:.3f}  -> {p['label']}")
+        if v.get("outside"):
+            lines.append(f"  not sure: {v['outside']}")
         return "\n".join(lines)
 
     def update(self, change=None) -> dict:
@@ -515,8 +530,10 @@ class PredictionComparison:
             f'<td class="attnlab-compare-label">{html.escape(p["label"])}</td></tr>'
             for name, p in v["predictions"].items()
         )
+        why = (f'<div class="attnlab-compare-outside">Not sure: {html.escape(v["outside"])}.'
+               f'</div>' if v["outside"] else "")
         self.table_html.value = ("<table><tr><th>model</th><th>P(positive)</th><th></th>"
-                                 f"<th>prediction</th></tr>{rows}</table>")
+                                 f"<th>prediction</th></tr>{rows}</table>{why}")
         return v
 
     def _repr_mimebundle_(self, **kwargs):

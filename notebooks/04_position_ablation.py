@@ -293,7 +293,8 @@ assert min(on_twins["learned"]) > 0.97
 
 # %%
 compare = PredictionComparison({"learned positions": runs["contrast", "learned"][0].model,
-                                "no positions": runs["contrast", "none"][0].model}, vocab)
+                                "no positions": runs["contrast", "none"][0].model}, vocab,
+                               task="contrast")
 pair = ["the plot was dull but the cast was superb", "the plot was superb but the cast was dull"]
 views = [compare.view(s) for s in pair]
 for v in views:
@@ -307,7 +308,8 @@ assert labels == ["positive", "negative"], "with positions the word after 'but' 
 
 # %% [markdown]
 # The model with positions gives the twins opposite answers; the one without gives both the same
-# probability. Type your own (any text works; only the vocabulary's words carry meaning):
+# probability. Type your own. Any text is read, but these models were trained only on "… but …"
+# reviews: outside that form they answer *not sure*, and say why.
 
 # %%
 compare.input.value = pair[0]

@@ -5,6 +5,7 @@ import re
 import pytest
 import torch
 
+from attnlab import data
 from attnlab.data import Vocab
 from attnlab.models import TinyTransformer
 from attnlab.widgets import PredictionComparison
@@ -77,3 +78,26 @@ def test_bad_arguments_raise_clear_errors():
         PredictionComparison({"m": TinyTransformer(62)}, ["good"])
     with pytest.raises(TypeError, match="display names"):
         PredictionComparison({1: TinyTransformer(62)}, vocab)
+
+
+def test_a_text_unlike_the_training_reviews_is_not_sure(compare):
+    """Issue 51: models trained only on "X but Y" reviews called "the movie was great"
+    negative (0.006); with its task the widget says what they were trained on and answers
+    "not sure" outside it, with the reason, the probabilities still shown."""
+    models, vocab = compare.models, compare.vocab
+    contrast = PredictionComparison(models, vocab, text="the movie was great", task="contrast")
+    said = contrast.widget.children[0].value
+    assert "trained only on reviews with a sentiment word, then" in said
+    v = contrast.view()
+    assert v["outside"] and {p["label"] for p in v["predictions"].values()} == {"not sure"}
+    labels = re.findall(r'class="attnlab-compare-label">([^<]+)<', contrast.table_html.value)
+    assert labels == ["not sure"] * 2 and "Not sure: it is not" in contrast.table_html.value
+    assert contrast.text(v).splitlines()[-1].startswith("  not sure: it is not")
+    inside = contrast.view("the plot was dull but the cast was superb")
+    assert inside["outside"] is None
+    assert {p["label"] for p in inside["predictions"].values()} <= {"positive", "negative"}
+    assert data.outside_task(["the", "plot", "was", "great"], "bag") is None
+    assert data.outside_task(["great", "but", "good"], "contrast")  # same polarity twice
+    assert compare.view()["outside"] is None  # no task: no judgement
+    with pytest.raises(ValueError, match="task must be one of"):
+        PredictionComparison(models, vocab, task="sorting")
