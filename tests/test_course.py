@@ -46,7 +46,7 @@ def released(tmp_path_factory) -> Path:
 def test_the_release_is_the_student_edition_with_locked_test_cells(released):
     """Cell for cell, what nbgrader releases is the student edition (solutions out, the same
     placeholder up to its spelling) plus one locked 1-point test cell per check line the full
-    edition shows, right after its cell."""
+    edition shows, right after its cell, which judges the answer the check was given."""
     for stem in series.notebook_stems():
         release = nbformat.read(released / "release" / stem / f"{stem}.ipynb", as_version=4)
         edition = student.student_notebook(series.NOTEBOOK_DIR / f"{stem}.ipynb")
@@ -62,11 +62,14 @@ def test_the_release_is_the_student_edition_with_locked_test_cells(released):
             assert student.BEGIN not in got.source
         checks = [(c.id, name) for c in edition.cells for _, name, _ in
                   grade.cell_checks(full[c.id])]
-        assert len(tests) == len(checks) > 0, stem
-        for test, (after, name) in zip(tests, checks):
+        key = grade.answer_key(series.NOTEBOOK_DIR / f"{stem}.ipynb")
+        assert len(tests) == len(checks) == len(key) > 0, stem
+        for test, (after, name), entry in zip(tests, checks, key):
             meta = test.metadata["nbgrader"]
             assert meta["locked"] and meta["points"] == 1 and not meta["solution"]
-            assert f"require({name!r})" in test.source
+            assert entry["cell"] == after
+            assert f"grading.require({entry['check']!r}, lambda: ({entry['answer']})" \
+                in test.source
             before = release.cells[release.cells.index(test) - 1]
             assert before.id == after or before.id.startswith(f"check-{after}-"), (stem, name)
 

@@ -1,5 +1,6 @@
 """`make grade`: submissions executed one by one, each in its own process, fresh kernel and
-temporary folder, graded by the lines their checks print; a hostile one costs only its row."""
+temporary folder, graded by judging their answers after each check cell (not by what they
+print: tests/test_grading.py feeds it forgeries); a hostile one costs only its row."""
 import csv
 import subprocess
 import sys
@@ -13,27 +14,36 @@ from attnlab.classroom import grade
 
 pytestmark = pytest.mark.integration  # make test-all (CI), not make test
 
-RIGHT = ("import attnlab\nfrom attnlab.exercises import ex03\n"
-         "ex03.attention_received(attnlab.probes.attention_received)")
+RIGHT = ("import math\nimport torch\nfrom attnlab.exercises import ex01\n"
+         "def my_attention(q, k, v):\n"
+         "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)\n"
+         "    return weights @ v, weights\n"
+         "attention = ex01.attention(my_attention)")
+CHECK_CELL = "26938f61"  # the id of notebook 01's cell that checks `attention`
 
 
 def _submit(folder, student, *cells):
+    """Notebook 01 as `student` hands it in: `cells`, the one that checks `attention` with its
+    id (the grader judges each answer after the cell of its check)."""
     (folder / student).mkdir(parents=True)
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
-    nbformat.write(nb, folder / student / "03_training_an_encoder.ipynb")
+    for cell in nb.cells:
+        if "ex01.attention(" in cell.source:
+            cell.id = CHECK_CELL
+    nbformat.write(nb, folder / student / "01_attention_by_hand.ipynb")
 
 
 def test_a_class_is_graded_by_its_checks_and_a_hostile_submission_costs_its_own_row(tmp_path):
     subs = tmp_path / "submissions"
-    _submit(subs, "ada", RIGHT, "ex03.uniform_accuracy(0.5, 0.4775)")  # the solution
-    _submit(subs, "bo", "from attnlab.exercises import ex03\n"
-                        "ex03.attention_received(lambda weights, real: None)",
-            "guess = ...\nex03.uniform_accuracy(guess, 0.4775)")  # blank
-    _submit(subs, "cy", RIGHT, "while True:\n    pass", "ex03.uniform_accuracy(0.5, 0.48)")
+    _submit(subs, "ada", RIGHT, "my_query = [1, 1, 0, 0]\nK = ex01.WORKED_KEYS")  # two answers
+    _submit(subs, "bo", "from attnlab.exercises import ex01\n"
+                        "my_attention = lambda q, k, v: None\nex01.attention(my_attention)",
+            "my_query = ...")  # blank
+    _submit(subs, "cy", RIGHT, "while True:\n    pass", "my_query = [1, 1, 0, 0]")
     _submit(subs, "di", "x = bytearray(64 * 2**30)", RIGHT)  # more memory than allowed
     _submit(subs, "ed", "import os\nfor f in os.listdir('.'):\n    os.remove(f)", RIGHT)
     (subs / "fay").mkdir()
-    (subs / "fay" / "03_training_an_encoder.ipynb").write_text("not a notebook {")
+    (subs / "fay" / "01_attention_by_hand.ipynb").write_text("not a notebook {")
     rows = grade.grade(subs, tmp_path / "grades.csv", timeout=12, memory_gb=6, jobs=2)
     with open(tmp_path / "grades.csv", encoding="utf-8") as f:
         assert list(csv.DictReader(f)) == rows
@@ -43,16 +53,17 @@ def test_a_class_is_graded_by_its_checks_and_a_hostile_submission_costs_its_own_
     by = {}
     for row in rows:
         by.setdefault(row["student"], []).append((row["exercise"], row["mark"], row["status"]))
-    assert by["ada"] == [("attention_received", "✓", "ok"),
-                         ("accuracy with uniform attention", "✎", "ok")]
-    assert [m for _, m, _ in by["bo"]] == ["○", "○"]  # a blank submission earns nothing
-    assert by["cy"][0][:2] == ("attention_received", "✓") and len(by["cy"]) == 1
+    right = lambda student: {e for e, m, _ in by[student] if m == "✓"}  # noqa: E731
+    assert right("ada") == {"attention", "key 2 wins"}  # the other four: not in this notebook
+    assert len(by["ada"]) == 6 and by["ada"][0][2] == "ok"
+    assert right("bo") == set() and {m for _, m, _ in by["bo"]} == {"○"}  # blank: nothing
+    assert by["cy"][0][:2] == ("attention", "✓") and len(by["cy"]) == 1  # judged before the loop
     assert by["cy"][0][2].startswith("stopped: CellTimeoutError")  # the loop: its own row only
-    assert ("attention_received", "✓") in [r[:2] for r in by["di"]]  # MemoryError, then on
+    assert "attention" in right("di")  # MemoryError, then on
     assert "raised" in by["di"][0][2]
-    assert by["ed"][0][:2] == ("attention_received", "✓")  # it deleted only its own folder
+    assert "attention" in right("ed")  # it deleted only its own folder
     assert by["fay"] == [("", "", "not a notebook: NotJSONError")]
-    assert (subs / "ed" / "03_training_an_encoder.ipynb").exists()  # the submission is kept
+    assert (subs / "ed" / "01_attention_by_hand.ipynb").exists()  # the submission is kept
     assert "ada" in grade.summary(rows)
 
 
@@ -73,10 +84,10 @@ def test_make_grade_runs_the_module_and_reads_a_class_folder(tmp_path, capsys):
 def test_grading_works_without_posix_pieces_and_under_an_ascii_locale(tmp_path):
     env = ascii_windows_like(tmp_path)
     _submit(tmp_path / "subs", "ada", RIGHT, "while True:\n    pass")
-    _submit(tmp_path / "subs", "bo", "ex03.attention_received(lambda w, r: None)")  # no import
-    loops = ("import attnlab\nfrom attnlab.exercises import ex03\n"
-             "def mine(weights, real):\n    while True:\n        pass\n"
-             "ex03.attention_received(mine)\nprint('the kernel goes on')")
+    _submit(tmp_path / "subs", "bo", "ex01.attention(lambda q, k, v: None)")  # no import
+    loops = ("from attnlab.exercises import ex01\n"
+             "def my_attention(q, k, v):\n    while True:\n        pass\n"
+             "ex01.attention(my_attention)\nprint('the kernel goes on')")
     _submit(tmp_path / "subs", "cy", loops)
     done = subprocess.run([sys.executable, "-m", "attnlab.classroom.grade", str(tmp_path / "subs"),
                            "--out", str(tmp_path / "g.csv"), "--timeout", "10"], env=env,
@@ -84,7 +95,9 @@ def test_grading_works_without_posix_pieces_and_under_an_ascii_locale(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "note: the memory limit (6 GB) is not applied on this system" in done.stdout
     with open(tmp_path / "g.csv", encoding="utf-8") as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
+        rows = {}
+        for row in csv.DictReader(f):
+            rows.setdefault(row["student"], row)  # each student's first verdict: attention
     assert rows["ada"]["mark"] == "✓" and rows["ada"]["status"].startswith("stopped")
     assert rows["bo"]["status"] == "ok, 1 cell raised"
     assert rows["cy"]["mark"] == "✗" and rows["cy"]["status"] == "ok"  # stopped without SIGALRM

@@ -3,11 +3,16 @@ release, collect and autograde.
 
 nbgrader (https://nbgrader.readthedocs.io) grades a notebook by its *test cells*: a locked cell
 that earns its points when it runs without raising. The series' checks never raise (a wrong
-answer must not stop a student's notebook), so the export adds, after every cell whose check
-lines the full edition shows, one locked test cell per check that calls
-`attnlab.exercises.require(name)`: it raises unless that check's last line in the kernel was ✓,
-or ✎ for a prediction (graded on completion: a guess made earns the point, whatever it was).
-A blank submission therefore scores 0, and the full edition scores every point.
+answer must not stop a student's notebook), so the export adds, after every cell that calls a
+check (`grade.answer_key`), one locked test cell per check that calls
+`attnlab.exercises.grading.require("exNN.function", lambda: answer, lambda: (args,))`: it
+judges the variable the check was given afresh, by the rule `make grade` follows too (inputs
+drawn now from a secret seed, attnlab's reference refused while the student's function runs),
+and raises unless it is ✓, or ✎ for a prediction (graded on completion: a guess made before the
+measurement earns the point, whatever it was). What the check printed and what the kernel
+recorded earn nothing. A blank submission therefore scores 0, a notebook that prints ✓ lines 0,
+and the full edition every point. (The judge runs in the student's kernel: see
+`attnlab.exercises.grading` for what a determined student can still do there.)
 
 For each notebook NN_name of the series this writes DIR/source/NN_name/NN_name.ipynb:
 
@@ -32,15 +37,15 @@ from pathlib import Path
 import nbformat
 
 from . import series
-from .grade import cell_checks
+from .grade import answer_key
 from .student import SolutionMarkerError, has_solution, strip_solutions, student_notebook
 
 STUB = "pass  # your code here"  # what nbgrader's ClearSolutions puts where a solution was
 SCHEMA = 3  # nbgrader's cell metadata schema version (nbgrader 0.9)
 TEST_CELL = """\
-# Graded (nbgrader, 1 point): the check above said ✓ (a prediction: ✎, given).
-from attnlab.exercises import require
-require({name!r})"""
+# Graded (nbgrader, 1 point): your answer judged afresh, on inputs you have not seen.
+from attnlab.exercises import grading
+grading.require({check!r}, lambda: ({answer}), lambda: ({args}{comma}))"""
 CONFIG = '''\
 # nbgrader's configuration for the attnlab course (written by `make nbgrader`).
 c = get_config()  # noqa: F821 - nbgrader defines it
@@ -79,6 +84,7 @@ def course_notebook(ipynb: Path):
     full = nbformat.read(ipynb, as_version=4)
     student = student_notebook(ipynb)  # its cells keep their full-edition ids
     by_id = {cell.id: cell for cell in full.cells}
+    key = answer_key(full)
     cells = []
     for index, cell in enumerate(student.cells):
         source = by_id[cell.id]
@@ -90,8 +96,9 @@ def course_notebook(ipynb: Path):
                     "solution": True, "grade": False, "locked": False,
                     "grade_id": f"answer-{cell.id}", "schema_version": SCHEMA}
         cells.append(cell)
-        for k, (_, name, _) in enumerate(cell_checks(source)):
-            test = nbformat.v4.new_code_cell(TEST_CELL.format(name=name))
+        for k, entry in enumerate(e for e in key if e["cell"] == cell.id):
+            test = nbformat.v4.new_code_cell(TEST_CELL.format(
+                comma="," if entry["args"] else "", **entry))
             test.id = f"check-{cell.id}-{k}"
             test.metadata = {"nbgrader": {
                 "solution": False, "grade": True, "locked": True, "points": 1,

@@ -1,9 +1,16 @@
-"""Grade submitted student notebooks by what their checks print (`make grade SUBMISSIONS=dir`).
+"""Grade submitted student notebooks by judging their answers (`make grade SUBMISSIONS=dir`).
 
 Every check of the series prints one line that starts with its mark: `✓` right, `✗` not yet,
-`○` not attempted, `✎` a prediction given (see `attnlab.exercises`). A submission is graded by
-executing it and reading those lines, so a blank notebook earns nothing (every check says ○)
-and no grade depends on a stored output a student could edit.
+`○` not attempted, `✎` a prediction given (see `attnlab.exercises`). That line is the student's
+feedback, never the grade: a cell can print it. The grade follows one rule, the one nbgrader's
+locked test cells follow too (`attnlab.exercises.grading`): the answer key (`answer_key`, read
+from the full edition: which cell calls which check on which variable) says where each check
+is; after that cell, the grader runs a cell of its own, written at grading time and absent from
+the submission, that judges the variable the check was given afresh: on inputs drawn from a
+seed drawn now, with attnlab's reference refusing to stand in for the student's function. Its
+verdict comes back as display data tagged with a nonce of this run; printed lines and the
+kernel's record of past checks earn nothing. So a blank notebook earns nothing, a notebook that
+prints ✓ lines earns nothing, and no grade depends on a stored output a student could edit.
 
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
@@ -14,9 +21,9 @@ line (student, notebook, exercise, mark, meaning, message) and one row per submi
 not run, in the order of the submissions; a summary per student; and, for the instructor, per
 check how many students stand at ✓, ✗, ○ and ✎ and the named mistakes most often hit (the ✗
 messages), as a Markdown table and a picture beside the CSV (`grades-by-check.md`, `.png`).
-Each exercise counts once per submission, by its last line (what `require` reads), so a check
-run or printed many times is not counted many times. What a cell prints can still be forged:
-a grade read from printed lines is not yet a grade a class can trust.
+Each exercise counts once per submission, by its verdict. What is left to a determined student:
+the judge runs in the submission's kernel, so code that rewrites attnlab or torch there (or
+reads the seed off the grading call's stack) can still forge a verdict; see `grading`.
 
     python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]
@@ -26,10 +33,12 @@ SUBMISSIONS holds `student/NN_name.ipynb` files (one folder per student) or `stu
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -41,6 +50,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from ..exercises import checks
+from ..exercises.grading import MIME
+from . import series
 from .runner import KERNEL_ARGUMENTS
 from .series import KERNELSPEC
 
@@ -80,9 +92,90 @@ def check_lines(nb) -> list[tuple[str, str, str]]:
     return [found for cell in nb.cells for found in cell_checks(cell)]
 
 
+def answer_key(full) -> list[dict]:
+    """Where the full-edition notebook `full` (a path or a notebook) calls its checks: per
+    call, in order, {"cell": cell id, "check": "exNN.function", "answer": the source of its
+    first argument, "args": the source of the others}. Both graders judge these: the variable
+    a check is given, not what it printed."""
+    nb = full if hasattr(full, "cells") else nbformat.read(full, as_version=4)
+    known = checks()
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.args:
+                name = f"{node.func.value.id}.{node.func.attr}"
+                if name in known:
+                    found.append({"cell": cell.id, "check": name,
+                                  "answer": ast.unparse(node.args[0]),
+                                  "args": ", ".join(ast.unparse(a) for a in node.args[1:])})
+    return sorted(found, key=lambda f: [c.id for c in nb.cells].index(f["cell"]))
+
+
+def key_for(nb, name: str, folder: Path | None = None) -> list[dict]:
+    """The answer key of the series notebook a submission is: the one its file is named after
+    (`01_attention_by_hand.ipynb`), else the one it shares most cell ids with (cells keep the
+    full edition's ids in both the student edition and nbgrader's release); [] for none."""
+    folder = series.notebook_dir(folder)
+    stems = series.notebook_stems(directory=folder)
+    stem = Path(name).stem
+    if stem not in stems:
+        ids = {cell.get("id") for cell in nb.cells}
+        shared = {s: len(ids & {c.id for c in nbformat.read(folder / f"{s}.ipynb", 4).cells})
+                  for s in stems}
+        stem = max(shared, key=shared.get) if shared and max(shared.values()) else None
+    return answer_key(folder / f"{stem}.ipynb") if stem else []
+
+
+GRADING_CELL = """from attnlab.exercises import grading as _attnlab_grading
+_attnlab_grading.report({nonce!r}, {check!r}, lambda: ({answer}), lambda: ({args}{comma}),
+                        seed={seed})"""
+
+
+def with_grading_cells(nb, key: list[dict], nonce: str, seed: int):
+    """`nb` with, after each cell of the answer key, one grading cell per check it calls (at the
+    end where the submission lost that cell): the grader's own cells, written now."""
+    cells, placed = [], set()
+
+    def grading_cells(cell_id):
+        for entry in key:
+            if entry["cell"] == cell_id:
+                placed.add(id(entry))
+                yield nbformat.v4.new_code_cell(GRADING_CELL.format(
+                    nonce=nonce, seed=seed, comma="," if entry["args"] else "", **entry))
+    for cell in nb.cells:
+        cells.append(cell)
+        cells += list(grading_cells(cell.get("id")))
+    for entry in key:
+        if id(entry) not in placed:
+            cells += list(grading_cells(entry["cell"]))
+    nb.cells = cells
+    return nb
+
+
+def verdicts(nb, nonce: str) -> list[tuple[str, str, str]]:
+    """(mark, exercise, message) of every grading cell of an executed notebook, in order: only
+    the display data tagged with this run's `nonce` counts."""
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {}).get(MIME)
+            if isinstance(data, dict) and data.get("nonce") == nonce \
+                    and data.get("mark") in MARKS:
+                found.append((data["mark"], str(data["name"]), str(data["message"])))
+    return found
+
+
 def run_one(path: Path, timeout: int) -> dict:
-    """Execute one submission in a fresh kernel in a temporary folder of its own; returns
-    {"status": ..., "checks": [(mark, exercise), ...]}. Runs inside the limited process."""
+    """Execute one submission, with the grader's cells after each check cell, in a fresh
+    kernel in a temporary folder of its own; returns {"status": ..., "checks": [(mark,
+    exercise, message), ...]}: the grading cells' verdicts. Runs inside the limited process."""
     try:
         nb = nbformat.read(path, as_version=4)
     except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError) as e:
@@ -90,6 +183,8 @@ def run_one(path: Path, timeout: int) -> dict:
     except Exception as e:  # noqa: BLE001 - a malformed file is the student's row, not a crash
         return {"status": f"not a notebook: {type(e).__name__}: {e}"[:200], "checks": []}
     nb.metadata["kernelspec"] = KERNELSPEC  # whatever kernel it names, ours runs it
+    nonce = secrets.token_hex(16)
+    nb = with_grading_cells(nb, key_for(nb, path.name), nonce, secrets.randbits(31))
     with tempfile.TemporaryDirectory(prefix="attnlab-grade-", ignore_cleanup_errors=True) as folder:
         shutil.copy(path, Path(folder) / path.name)
         client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
@@ -103,7 +198,7 @@ def run_one(path: Path, timeout: int) -> dict:
     errors = sum(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
     if status == "ok" and errors:
         status = f"ok, {errors} cell{'s' if errors != 1 else ''} raised"
-    return {"status": status, "checks": check_lines(nb)}
+    return {"status": status, "checks": verdicts(nb, nonce)}
 
 
 def limit_memory(gigabytes: float) -> str | None:
@@ -206,8 +301,8 @@ def grade(folder: Path, out: Path, timeout: int = 900, memory_gb: float = 6.0,
 
 
 def standing(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
-    """The verdict that stands for each (student, notebook, exercise): its last check line, as
-    `attnlab.exercises.require` reads it. A check run (or printed) many times counts once."""
+    """The verdict that stands for each (student, notebook, exercise): its last one. Each
+    check is judged once per submission; a row given twice counts once."""
     return {(r["student"], r["notebook"], r["exercise"]): r for r in rows if r["mark"]}
 
 

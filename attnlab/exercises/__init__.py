@@ -32,6 +32,11 @@ being told about it.
 A hint is a string, or a pair (nudge, method): the first ✗ of a check shows the nudge, later ones
 add the method. Printed numbers are rounded (`attnlab.report.fmt`) so a line is the same on any
 CPU.
+
+A check's line is feedback, not a grade. Graders (`make grade`, nbgrader's locked test cells)
+call the check again through `attnlab.exercises.grading.judge`, in grading mode (`_grading`):
+the line goes to the grader instead of the screen, an implement check draws fresh inputs
+(`check_function(..., fresh=)`) and its reference refuses to run inside the student's function.
 """
 from __future__ import annotations
 
@@ -68,6 +73,7 @@ _ANSWER = object()  # Verdict.value's default: the check returns the answer it w
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
 _predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown yet, and when
 _last_mark: dict[str, str] = {}  # per check name: the mark of its last line in this kernel
+_grading = None  # while `grading.judge` runs a check: where its verdict goes instead of print
 
 
 class _TimeLimit(BaseException):
@@ -148,6 +154,9 @@ def say(mark: str, name: str, message: str, hint: str | None = None) -> None:
     and every line after the first indented: short lines that no notebook front end wraps
     mid-word, and a block that looks unlike a ✓ line.
     """
+    if _grading is not None:  # judged by a grader: the verdict goes to it, nothing is shown
+        _grading.lines.append((mark, name, message))
+        return
     _last_mark[name] = mark
     line = f"{mark} {name}: {message}"
     if mark != WRONG:
@@ -174,9 +183,9 @@ def _show(text: str) -> None:
 
 def require(name: str) -> None:
     """Raise AssertionError unless the check `name` has run in this kernel and its last line was
-    ✓ (for a prediction: ✎, a guess given). A check itself never raises, so the graded test
-    cells of the nbgrader export (`attnlab.classroom.course`) call this after each check: a
-    blank or wrong answer then costs its point, and a prediction earns it by being made."""
+    ✓ (for a prediction: ✎, a guess given): a student's own assert, for a cell that must not
+    run on a wrong answer. It reads what this kernel recorded, which any cell can write, so it
+    is never a grade: both graders judge the answer itself (`attnlab.exercises.grading`)."""
     mark = _last_mark.get(name)
     if mark in (RIGHT, PREDICTED):
         return
@@ -237,6 +246,8 @@ def _hint_step(name: str, hint: str | tuple[str, str] | None) -> str | None:
     time `name` is wrong, the nudge and the method after that."""
     if not isinstance(hint, tuple):
         return hint
+    if _grading is not None:  # a grader's judgement is not one of the student's tries
+        return hint[0]
     _wrong_so_far[name] = _wrong_so_far.get(name, 0) + 1
     nudge, method = hint
     return nudge if _wrong_so_far[name] == 1 else f"{nudge} Second hint: {method}"
@@ -378,7 +389,8 @@ def result_problem(got, expected, *, atol: float = 1e-5, rtol: float = 1e-4) -> 
 def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str,
                    hint: str | tuple[str, str], atol: float = 1e-5, rtol: float = 1e-4,
                    seconds: float | None = None, compare: Callable | None = None,
-                   success: str | None = None):
+                   success: str | None = None,
+                   fresh: Callable[[int], Sequence[tuple]] | None = None):
     """An *implement* exercise: `fn` against `reference` on each argument tuple in `inputs`.
 
     Each call of `fn` is stopped after `seconds` (None: `TIME_LIMIT_S` as it is when called).
@@ -386,16 +398,27 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
     tuples of them) where an exercise can name its typical mistakes (a transposed mask, say);
     `success` replaces the ✓ line's text. Returns `fn` when it matches on every input, else
     `reference`, so later cells can always call what is returned.
+
+    While a grader judges (`attnlab.exercises.grading`), the inputs are `fresh(seed)`, drawn
+    from the grader's secret seed (the inputs shown in this module are not the ones graded),
+    the reference's results are computed first, and then `reference` refuses to run while `fn`
+    is called: attnlab's own function, or a wrapper that calls it, is not the student's work.
     """
+    grading = _grading is not None
+    if grading and fresh is not None:
+        inputs = fresh(_grading.seed)
+    expected_all = [reference(*args) for args in inputs] if grading else None
+
     def judge(fn):
         if not callable(fn):
             return f"expected a function, got {_kind(fn)}"
         for i, args in enumerate(inputs):
-            got, problem = call_safely(fn, *args, seconds=seconds)
+            with _refusing(reference if grading else None):
+                got, problem = call_safely(fn, *args, seconds=seconds)
             if problem is None and got is None and i == 0:
                 return none_returned(fn)
             if problem is None:
-                expected = reference(*args)
+                expected = expected_all[i] if grading else reference(*args)
                 problem = _compared(compare, got, expected, args, atol, rtol)
             if problem is not None:
                 given = ", ".join(f"a {tuple(a.shape)} tensor" if isinstance(a, torch.Tensor)
@@ -412,6 +435,34 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
         todo="not attempted yet; write your function above and run the cell again.",
         seconds=per_call * n + CHECK_WORK_S)
 
+
+
+def _refused(*args, **kwargs):
+    """The code a reference runs while refused. It runs with the reference's globals, so it
+    names builtins only."""
+    raise RuntimeError("attnlab's own version was called; a graded answer computes it itself")
+
+
+class _refusing:
+    """Within `with _refusing(reference)`, calling `reference` raises RuntimeError: its code is
+    swapped for `_refused`'s, so every name bound to it (attnlab.X, exNN.X, a student's alias,
+    a functools.partial or a def that calls it) refuses alike. Only plain functions without a
+    closure can be swapped; anything else is left as it is (None too)."""
+
+    def __init__(self, reference):
+        swappable = inspect.isfunction(reference) and not reference.__code__.co_freevars
+        self.reference = reference if swappable else None
+
+    def __enter__(self):
+        if self.reference is not None:
+            self.code = self.reference.__code__
+            self.reference.__code__ = _refused.__code__
+        return self
+
+    def __exit__(self, *exc):
+        if self.reference is not None:
+            self.reference.__code__ = self.code
+        return False
 
 
 def none_returned(fn) -> Verdict:
@@ -491,13 +542,19 @@ def prediction(guess, *, name: str, read: Callable, describe: Callable[[object],
     after it. Returns None: the guess stays the student's, so running the cell again prints
     the same line.
     """
-    state = _predictions.setdefault(name, _Shown())
+    state = _predictions.get(name, _Shown()) if _grading is not None else \
+        _predictions.setdefault(name, _Shown())  # a grader reads the state, never writes it
     value, problem = None, None
     if not untouched(guess):
         read_out, crash = call_safely(read, guess, seconds=5 * TIME_LIMIT_S,
                                       who="reading your guess")
         value, problem = (None, crash) if crash is not None else read_out
     key = None if value is None else repr(value)
+    if _grading is not None and state.shown and key is not None and key not in state.before:
+        say(TODO, name, "this guess was written after the measurement was shown")
+        return None
+    if _grading is not None:
+        state = _Shown()  # judged as if shown now: a guess given is a guess made before
     if not state.shown:  # this run shows the measurement for the first time
         state.shown = True
         if key is not None:

@@ -88,7 +88,7 @@ def attention(fn):
     """Your `fn(q, k, v) -> (output, weights)` against `attnlab.scaled_dot_product_attention`."""
     return check_function(
         fn, scaled_dot_product_attention, _attention_inputs(), name="attention",
-        compare=_attention_problem,
+        compare=_attention_problem, fresh=_attention_inputs,
         hint=("write out softmax(q kᵀ / √d_k) v one step at a time and compare each step with "
               "yours.",
               "transpose only the last two dimensions of k, divide the scores by √d_k, take the "
@@ -227,6 +227,7 @@ def split_heads(fn):
     """Your `fn(x, n_heads)`: (B, T, d_model) -> (B, H, T, d_head), against attnlab's."""
     return check_function(
         fn, reference_split, _split_inputs(), name="split_heads", compare=_split_problem,
+        fresh=_split_inputs,
         hint=("a head needs, for every token, its own d_head consecutive numbers of that token; "
               "which shape lets you pick them out without mixing tokens, and which axis is in "
               "the wrong place after that?",
@@ -265,6 +266,7 @@ def merge_heads(fn):
     """Your `fn(x)`: (B, H, T, d_head) -> (B, T, H · d_head), against attnlab's."""
     return check_function(
         fn, reference_merge, _merge_inputs(), name="merge_heads", compare=_merge_problem,
+        fresh=_merge_inputs,
         hint=("merge_heads undoes split_heads: which of split's two steps must be undone first?",
               "bring the token axis back next to the batch axis, so that each position holds its "
               "H heads side by side, then flatten the last two axes into one; a transposed "
