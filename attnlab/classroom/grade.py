@@ -352,8 +352,9 @@ def class_report(rows: list[dict], top: int = 3) -> list[dict]:
 def report_markdown(report: list[dict], students: int) -> str:
     """`class_report` as a Markdown table the instructor keeps (nothing leaves the machine)."""
     lines = [f"# The class, check by check ({students} student{'s' if students != 1 else ''})",
-             "", "Each student counts once per check, by its last line. ✗: not yet right; "
-             "○: not attempted; ✎: a prediction made.", "",
+             "", "Each student counts once per check, by the grader's verdict (judged afresh, "
+             "not read from what the notebook printed). ✗: not yet right; ○: not attempted; "
+             "✎: a prediction made.", "",
              "| notebook | check | ✓ | ✗ | ○ | ✎ | most frequent mistakes (students) |",
              "|---|---|---:|---:|---:|---:|---|"]
     for e in report:
