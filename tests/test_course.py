@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from attnlab.classroom import course, grade, series, student
-from attnlab.exercises import check_number, check_prediction, require
+from attnlab.exercises import check_answer, check_prediction, require
 
 pytestmark = pytest.mark.integration  # make test-all (CI), not make test
 
@@ -101,13 +101,16 @@ def test_autograde_full_marks_for_the_solution_none_for_a_blank_half_for_half(re
 def test_require_passes_a_right_answer_and_a_given_prediction_only(capsys):
     with pytest.raises(AssertionError, match="has not run"):
         require("a check never run")
-    check_number(..., lambda x: x > 0, name="t-positive", expected=">0", hint="h", reference=1.0)
+    check_answer(..., lambda x: None if x > 0 else "not > 0", name="t-positive", hint="h",
+                 reference=1.0)
     with pytest.raises(AssertionError, match="not attempted"):
         require("t-positive")
-    check_number(-1.0, lambda x: x > 0, name="t-positive", expected=">0", hint="h", reference=1.0)
+    check_answer(-1.0, lambda x: None if x > 0 else "not > 0", name="t-positive", hint="h",
+                 reference=1.0)
     with pytest.raises(AssertionError, match="not yet right"):
         require("t-positive")
-    check_number(2.0, lambda x: x > 0, name="t-positive", expected=">0", hint="h", reference=1.0)
+    check_answer(2.0, lambda x: None if x > 0 else "not > 0", name="t-positive", hint="h",
+                 reference=1.0)
     require("t-positive")  # the last line counts: ✓ now
     check_prediction(..., 0.5, name="t-guess", tolerance=0.1)
     with pytest.raises(AssertionError, match="not attempted"):

@@ -1,12 +1,13 @@
-"""Notebook 08's exercises: the right answers and the typical mistakes, one case per ✗ message.
-(Hostile answers, for every check at once: tests/test_exercises.py.)"""
+"""Notebook 08's exercises: right answers written in other ways, the predict check's cases,
+decode_step's mistakes (a hand-written check, outside the tables) and what the tables of the
+declared checks do not hold (the tables: tests/test_exercises.py; hostile answers: there too)."""
 import torch
 from exercise_doubles import expect
 
 import attnlab
 from attnlab import kv_cache, online_softmax
 from attnlab.attention import merge_heads, split_heads
-from attnlab.exercises import ex08
+from attnlab.exercises import ex08, grading
 
 # The first torch.broadcast_shapes of a process imports sympy (about a second): done here, so
 # that the first check below does not spend its time limits (0.3 s per call here) on it.
@@ -21,7 +22,6 @@ def test_flop_ratios(capsys):
     # the whole layer as all score part
     expect(capsys, ex08.flop_ratios, [[16, 4, 16]], "✎", "(8.0 apart at most) (written after",
            measured)
-
 
 
 # --- decode_step (implement) ----------------------------------------------------------------
@@ -67,14 +67,10 @@ def on_a_copy(attn, x_t, cache):
     return kv_cache.decode_step(attn, x_t, copy)
 
 
-def test_decode_step_right(capsys):
+def test_decode_step(capsys):
     answers = [step, with_attend, kv_cache.decode_step]
-    got = expect(capsys, ex08.decode_step, answers, "✓",
-                 "matches recomputing the whole prefix at 5 positions")
-    assert got == answers
-
-
-def test_decode_step_names_each_classic_mistake(capsys):
+    assert expect(capsys, ex08.decode_step, answers, "✓",
+                  "matches recomputing the whole prefix at 5 positions") == answers
     for mistake, words in [
         (dict(append_first=False), "before this token's key and value are in it: the token "
                                    "cannot see itself"),
@@ -89,76 +85,51 @@ def test_decode_step_names_each_classic_mistake(capsys):
         def answer(attn, x_t, cache, mistake=mistake):
             return step(attn, x_t, cache, **mistake)
 
-        got = expect(capsys, ex08.decode_step, [answer], "✗", words)
-        assert got == [kv_cache.decode_step], words
+        assert expect(capsys, ex08.decode_step, [answer], "✗", words) == [kv_cache.decode_step]
     expect(capsys, ex08.decode_step, [on_a_copy], "✗",  # the token never reaches the cache
            "the output is right but the cache went from 3 to 3 positions")
+    expect(capsys, ex08.decode_step, [lambda *a: step(*a).double()], "✗",
+           "your output has dtype torch.float64, expected torch.float32")
+
+
+def test_decode_step_graded_on_fresh_layers_refuses_attnlabs():
+    assert grading.judge("ex08.decode_step", lambda: step, seed=5)[0] == "✓"
+    mark, _, message = grading.judge("ex08.decode_step", lambda: kv_cache.decode_step, seed=5)
+    assert mark == "✗" and "attnlab's own version was called" in message, message
 
 
 # --- bytes_per_token (implement) ---------------------------------------------------------------
 
-def per_token(n_layers, d_model, n_heads, n_kv_heads, size, *, kv=True, two=2, layers=True,
-              head=True, use_bytes=True):
-    """The bytes per token, right by default; each switch leaves out (or mistakes) one factor."""
-    d_head = d_model // n_heads if head else d_model
-    return (two * (n_layers if layers else 1) * (n_kv_heads if kv else n_heads) * d_head
-            * (size if use_bytes else 1))
+def per_token(n_layers, d_model, n_heads, n_kv_heads, size, two=2):
+    return two * n_layers * n_kv_heads * (d_model // n_heads) * size
 
 
-def test_bytes_per_token_right_and_the_reference_is_attnlabs(capsys):
-    got = expect(capsys, ex08.bytes_per_token, [per_token], "✓",
-                 "matches attnlab's kv_cache.bytes_per_token on 4 configurations")
-    assert got == [per_token]
+def test_bytes_per_token(capsys):
+    assert expect(capsys, ex08.bytes_per_token, [per_token], "✓",
+                  "matches attnlab's kv_cache.bytes_per_token on 4 configurations") == [per_token]
+    expect(capsys, ex08.bytes_per_token, [lambda *c: per_token(*c, two=3)], "✗",  # no named one
+           "your result [360, 720, 288, 168] differs from the reference [240, 480, 192, 112]")
     # the reference the check falls back on: the notebook's 7B-style stack with 8 KV heads
     columns = [torch.tensor([c]) for c in (32, 4096, 32, 8, 2)]
     assert ex08._bytes_reference(*columns).tolist() == [128 * 1024]  # 8 KV heads: a quarter
 
 
-def test_bytes_per_token_names_each_typical_mistake(capsys):
-    for mistake, words in [
-        (dict(two=1), "the factor 2 is missing: each token stores a key AND a value"),
-        (dict(layers=False), "the layers are missing"),
-        (dict(kv=False), "it uses the query heads' count"),
-        (dict(head=False), "holds d_model / n_heads numbers, not d_model"),
-        (dict(use_bytes=False), "that counts numbers, not bytes"),
-        (dict(two=3), "your result [360, 720, 288, 168] differs from the reference"),
-    ]:
-        def answer(*columns, mistake=mistake):
-            return per_token(*columns, **mistake)
-
-        got = expect(capsys, ex08.bytes_per_token, [answer], "✗", words)
-        assert got == [ex08._bytes_reference], words
-
-    def divided(n_layers, d_model, n_heads, n_kv_heads, size):  # / where // belongs
-        return 2 * n_layers * n_kv_heads * (d_model / n_heads) * size
-
-    expect(capsys, ex08.bytes_per_token, [divided], "✗", "// divides whole numbers")
-
-
 # --- online_update (implement) -------------------------------------------------------------
 
-def update(m, total, acc, scores, v_block, *, running_max=True, rescale=1):
-    """The update, right by default; `running_max=False` uses the block's max only, `rescale`
-    0 forgets the old terms' rescaling and -1 rescales the wrong way."""
-    block_max = scores.amax(dim=-1, keepdim=True)
-    m_new = torch.maximum(m, block_max) if running_max else block_max
-    factor = {1: torch.exp(m - m_new), 0: 1.0, -1: torch.exp(m_new - m)}[rescale]
+def update(m, total, acc, scores, v_block, *, wrong_way=False):
+    """The update, right by default; `wrong_way` rescales by exp(new max - old max)."""
+    m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+    factor = torch.exp(m_new - m if wrong_way else m - m_new)
     p = torch.exp(scores - m_new)
     return m_new, total * factor + p.sum(dim=-1, keepdim=True), acc * factor + p @ v_block
 
 
-def test_online_update_right_answers(capsys):
+def test_online_update(capsys):
     answers = [update, online_softmax.online_update]
-    got = expect(capsys, ex08.online_update, answers, "✓",
-                 "online_update: matches attnlab's version on 3 random inputs.")
-    assert got == answers
-
-
-def test_online_update_names_each_typical_mistake(capsys):
+    assert expect(capsys, ex08.online_update, answers, "✓",
+                  "online_update: matches attnlab's version on 3 random inputs.") == answers
     for answers, words in [
-        ([lambda *a: update(*a, rescale=0), lambda *a: update(*a, running_max=False)],
-         "differs from the reference"),
-        ([lambda *a: update(*a, rescale=-1)], "contains NaN or inf"),  # exp(+inf) at the start
+        ([lambda *a: update(*a, wrong_way=True)], "contains NaN or inf"),  # exp(+inf) at first
         ([lambda *a: update(*a)[2] / update(*a)[1],  # the output, not the state
           lambda *a: update(*a)[:2]], "should return a tuple of 3 tensors"),
     ]:

@@ -6,6 +6,7 @@ by `exercises.checks()`, so a new one is covered as soon as it exists) the answe
 asks for: None, `...`, a string, an int, a NumPy array, the wrong shape or dtype, NaN, a
 function that raises or never returns. The test_exNN.py files hold each exercise's right answer
 and typical mistakes."""
+import contextlib
 import math
 import signal
 import threading
@@ -25,11 +26,11 @@ from exercise_doubles import (
 
 from attnlab import exercises
 from attnlab.exercises import (
+    Implement,
+    Like,
     Verdict,
     call_safely,
     check_answer,
-    check_function,
-    check_number,
     check_prediction,
 )
 
@@ -166,6 +167,43 @@ def test_every_check_hints_in_two_steps(capsys, name):
     assert second.startswith(first) and "Second hint: " in second, second
 
 
+
+# --- declared checks: every listed mistake, submitted, gets its own message ---------------------
+
+DECLARED = sorted(n for n, c in exercises.checks().items() if isinstance(c, Implement))
+
+
+def _first_difference(check: Implement, wrong, args) -> tuple[tuple, object, object]:
+    """(inputs, the mistake's result, the reference's) on the first input where they differ."""
+    with torch.no_grad() if check.no_grad else contextlib.nullcontext():
+        for made in check.inputs(*args):
+            got, expected = wrong(*made), check.reference(*made)
+            if check.problem(got, expected, made) is not None:
+                return made, got, expected
+    raise AssertionError(f"{check.name}: the inputs never tell this mistake from the reference")
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_every_declared_mistake_submitted_gets_its_message(capsys, name):
+    """The table is the test: the reference earns ✓ and is returned; each mistake written as a
+    student writes it (a `Like`, or a `When`'s example) gets ✗ with its own message, which
+    also shows that the check's inputs tell it apart from the reference and from the mistakes
+    listed before it; the reference comes back."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    assert check(check.reference, *args) is check.reference
+    assert one_line(capsys)[0] == "✓"
+    students = [(m, m.wrong if isinstance(m, Like) else m.example) for m in check.mistakes]
+    for mistake, student in students:
+        if student is None:
+            continue
+        made, got, expected = _first_difference(check, student, args)
+        message = mistake.message if isinstance(mistake.message, str) else \
+            mistake.message(got, expected, *made)
+        assert check(student, *args) is check.reference, message
+        mark, line = one_line(capsys)
+        assert mark == "✗" and message in line, (message, line)
+
 # --- the one flow: check_answer ---------------------------------------------------------------
 
 def test_check_answer_lets_the_judge_decide(capsys):
@@ -237,20 +275,20 @@ def four_parts(x):
     return x, x + 1, x + 2, x + 3
 
 
-def test_check_function_compares_every_part_of_a_tuple(capsys):
+def test_an_implement_check_compares_every_part_of_a_tuple(capsys):
     for answer, mark, words in [
         (four_parts, "✓", "f: matches attnlab's version on 1 random input."),  # singular
         (lambda x: four_parts(x)[:3] + (x,), "✗", "the fourth result differs from the reference"),
     ]:
-        got = check_function(answer, four_parts, [(torch.zeros(2),)], name="f", hint="h")
+        got = Implement("f", four_parts, lambda: [(torch.zeros(2),)], hint="h")(answer)
         sign, line = one_line(capsys)
         assert sign == mark and words in line, (words, line)
         assert got is (answer if mark == "✓" else four_parts), words
 
 
 def test_a_compare_that_cannot_read_a_result_leaves_it_to_the_plain_comparison(capsys):
-    check_function(lambda x: x.long(), lambda x: x, [(torch.zeros(2),)], name="f", hint="h",
-                   compare=lambda got, expected, x: 1 / 0)
+    Implement("f", lambda x: x, lambda: [(torch.zeros(2),)], hint="h",
+              compare=lambda got, expected, x: 1 / 0)(lambda x: x.long())
     sign, line = one_line(capsys)
     assert sign == "✗" and "has dtype torch.int64, expected torch.float32" in line, line
 
@@ -303,11 +341,4 @@ def _a_guess(capsys, check, args):
         if capsys.readouterr().out.startswith("✎ "):
             exercises._predictions.clear()
             return guess
-    raise AssertionError(f"no readable guess for {check.__name__} among {candidates}")
-
-
-def test_check_number_a_rule_that_breaks_is_a_cross_not_a_traceback(capsys):
-    got = check_number(1.0, lambda t: 1 / 0, name="x", expected="anything", hint="h",
-                       reference=0.0)
-    sign, line = one_line(capsys)
-    assert sign == "✗" and "ZeroDivisionError" in line and got == 0.0
+    raise AssertionError(f"no readable guess for {check} among {candidates}")

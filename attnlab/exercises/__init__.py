@@ -1,46 +1,34 @@
 """Exercise checks: instant, friendly, offline feedback for the notebooks' exercises.
 
-A check never raises. It prints one line (a ✗: a few short lines, the hint on its own). An
-*implement* or *explore* check returns something the cells below can use:
+A check never raises. It prints one line (a ✗: a few short lines, the hint on its own):
+`✓` right (it returns the student's answer), `✗` not yet (what is wrong, and a hint that does
+not give the answer away, a nudge first and the method after; it returns the reference answer,
+so the rest of the notebook still runs), `○` not attempted (the placeholder is still there; the
+reference again). A *predict* check sets the guess beside the measurement with `✎`, never ✓ or
+✗ (a prediction is not right or wrong), marks a guess first given after the measurement was
+shown, and returns None. Printed numbers are rounded (`attnlab.report.fmt`) so that a line is
+the same on any CPU.
 
-- `✓ ...` the answer is right; the check returns the student's answer;
-- `✗ ...` not yet: what is wrong, and a hint that does not give the answer away; the check
-  returns the reference answer, so the rest of the notebook still runs;
-- `○ ...` not attempted (the placeholder `...` is still there, or the function still returns
-  None); the check returns the reference answer.
-
-A *predict* check (`prediction`) sets the guess beside the measurement and says why, with `✎`:
-a prediction is neither right nor wrong, so it never gets ✓ or ✗, and a guess first given
-after the measurement was shown says so. It returns None and leaves the guess as it was, so
-running the cell again prints the same line.
-
-One flow does this, `check_answer(answer, judge, ...)`: an untouched answer gets ○; otherwise
-`judge(answer)` says what is wrong (a string), or nothing (None: right), or gives a `Verdict`
-for more (the ✓ text and returned value, a ✗ with its own hint, a ○); a judge that raises or
-runs past its time limit gives ✗. Three checks build on it for the three kinds of exercise:
-`check_function` (*implement*: a few lines, compared with attnlab's version on inputs the check
-makes), `check_prediction` (*predict*: a number guessed before the cell that measures; it uses
-`prediction`, the flow of predictions, which has no ✓ or ✗) and
-`check_number` (*explore*: a number found by experimenting). The per-notebook modules
-(`attnlab.exercises.ex01`, ...) hold the questions' references and hints and call these.
-
-Every public function of a per-notebook module is a check and carries `@exercise(kind, args=...)`:
-its kind and example arguments after the answer, so that `checks()` finds it and the tests feed
-it hostile answers (None, a string, NaN, a function that raises or never returns, ...) without
-being told about it.
-
-A hint is a string, or a pair (nudge, method): the first ✗ of a check shows the nudge, later ones
-add the method. Printed numbers are rounded (`attnlab.report.fmt`) so a line is the same on any
-CPU.
+A check is declared, not programmed. An *implement* check is an `Implement`: its reference, how
+its inputs are made, and its classic mistakes, each a wrong implementation as a student writes
+it (`Like`) or a test on the result (`When`), with its message; the engine calls the student's
+function with a time limit, compares, names the first matching mistake and hands the reference
+on. A *predict* check on a number is a `Predict` row. The rest (explore checks, predictions that
+are not numbers, the few implement checks the engine cannot express) are functions registered
+with `@exercise(kind, args=...)` over the one flow, `check_answer(answer, judge, ...)`.
+`checks()` finds them all in the per-notebook modules (`attnlab.exercises.ex01`, ...), so the
+tests feed every check hostile answers and submit every declared mistake without being told.
 
 A check's line is feedback, not a grade. Graders (`make grade`, nbgrader's locked test cells)
 call the check again through `attnlab.exercises.grading.judge`, in grading mode (`_grading`):
-the line goes to the grader instead of the screen, an implement check draws fresh inputs
-(`check_function(..., fresh=)`) and its reference refuses to run inside the student's function.
+the line goes to the grader instead of the screen, an implement check draws its inputs from the
+grader's secret seed, and its reference (and `refuse`) refuse to run inside the student's
+function.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import importlib
 import inspect
@@ -65,10 +53,10 @@ RIGHT, WRONG, TODO = "✓", "✗", "○"
 PREDICTED = "✎"  # a prediction set beside its measurement: never right or wrong
 KINDS = ("implement", "predict", "explore")
 WIDTH = 80  # characters per line of a ✗ (see `say`)
-TIME_LIMIT_S = 2.0  # a student's function that takes longer than this is stopped; read at call
+TIME_LIMIT_S = 2.0  # a student's call that takes longer is stopped; read at call time, so a
+#                    test may set it lower (tests/conftest.py does)
 CHECK_WORK_S = 5.0  # on top of the student's calls: the check's own work (the reference, the
 #                     classic mistakes it recognises), which a loaded machine slows
-#                    time, so a test may set it lower (tests/conftest.py does)
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
 _predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown yet, and when
@@ -116,8 +104,9 @@ def checks() -> dict[str, Callable]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for attr, obj in vars(module).items():
-            if inspect.isfunction(obj) and obj.__module__ == module.__name__ \
-                    and not attr.startswith("_"):
+            declared = isinstance(obj, Implement | Predict)
+            if not attr.startswith("_") and (declared or inspect.isfunction(obj)
+                                             and obj.__module__ == module.__name__):
                 found[f"{info.name}.{attr}"] = obj
     return found
 
@@ -372,10 +361,11 @@ def tensor_problem(got, expected: torch.Tensor, *, name: str = "your result",
     return None
 
 
-def result_problem(got, expected, *, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
+def result_problem(got, expected, *, atol: float = 1e-5, rtol: float = 1e-4,
+                   name: str = "your result") -> str | None:
     """`tensor_problem` for a tensor result, or for each part of a tuple of them (all parts)."""
     if not isinstance(expected, tuple):
-        return tensor_problem(got, expected, atol=atol, rtol=rtol)
+        return tensor_problem(got, expected, atol=atol, rtol=rtol, name=name)
     n = len(expected)
     if not isinstance(got, tuple) or len(got) != n:
         return f"your function should return a tuple of {n} tensors, got {_kind(got)}"
@@ -386,40 +376,113 @@ def result_problem(got, expected, *, atol: float = 1e-5, rtol: float = 1e-4) -> 
     return None
 
 
-def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: str,
-                   hint: str | tuple[str, str], atol: float = 1e-5, rtol: float = 1e-4,
-                   seconds: float | None = None, compare: Callable | None = None,
-                   success: str | None = None,
-                   fresh: Callable[[int], Sequence[tuple]] | None = None):
-    """An *implement* exercise: `fn` against `reference` on each argument tuple in `inputs`.
+# --- implement checks, declared ---------------------------------------------------------------
 
-    Each call of `fn` is stopped after `seconds` (None: `TIME_LIMIT_S` as it is when called).
-    `compare(got, expected, *args) -> problem or None` replaces the comparison of tensors (or
-    tuples of them) where an exercise can name its typical mistakes (a transposed mask, say);
-    `success` replaces the ✓ line's text. Returns `fn` when it matches on every input, else
-    `reference`, so later cells can always call what is returned.
+@dataclass(frozen=True)
+class Like:
+    """A classic mistake, written as a student writes it: `wrong(*inputs)` is that student's
+    result. An answer whose result is the same (to the check's tolerance) gets `message`, a
+    string or `message(got, expected, *inputs) -> str`."""
+    wrong: Callable
+    message: str | Callable[..., str]
 
-    While a grader judges (`attnlab.exercises.grading`), the inputs are `fresh(seed)`, drawn
-    from the grader's secret seed (the inputs shown in this module are not the ones graded),
-    the reference's results are computed first, and then `reference` refuses to run while `fn`
-    is called: attnlab's own function, or a wrapper that calls it, is not the student's work.
+    def matches(self, got, expected, args: tuple, same: Callable) -> bool:
+        return same(got, self.wrong(*args))
+
+
+@dataclass(frozen=True)
+class When:
+    """A mistake told by a test on the result: `test(got, expected, *inputs)` is true.
+    `example`, a student's function that makes it, lets the tests submit it."""
+    test: Callable[..., bool]
+    message: str | Callable[..., str]
+    example: Callable | None = None
+
+    def matches(self, got, expected, args: tuple, same: Callable) -> bool:
+        return bool(self.test(got, expected, *args))
+
+
+@dataclass(frozen=True, repr=False)
+class Implement:
+    """An *implement* check, declared: the student's function against `reference` on the
+    argument tuples `inputs()` makes, each call stopped after `seconds` (None: `TIME_LIMIT_S` as
+    it is when called).
+
+    A result that differs (the type, shape, dtype and values of a tensor or a tuple of them,
+    compared within atol/rtol, or `compare(got, expected, *inputs) -> problem or None` where
+    the plain comparison cannot judge) gets the message of the first of `mistakes` it matches,
+    else the comparison's own words. `view(x, *inputs)` is what results are compared as (a mask
+    broadcast to the scores' shape). Calling the check with `fn` returns `fn` when it matches
+    on every input, else `reference`, so later cells can always call what is returned.
+
+    The student's function gets copies of the tensor inputs; one that changes them in place
+    gets `changed` (None: changing them is fine, the check reads only the result).
+
+    While a grader judges (`attnlab.exercises.grading`), `inputs(seed=...)` draws them from the
+    grader's secret seed where it takes one, the reference's results are computed first, and
+    then `reference` and each of `refuse` (attnlab's functions that are the answer) refuse to
+    run while `fn` is called: attnlab's own function, or a wrapper that calls it, is not the
+    student's work. `inputs` may take the check's extra arguments (`args`, what the notebook
+    passes after the function, such as its model).
     """
-    grading = _grading is not None
-    if grading and fresh is not None:
-        inputs = fresh(_grading.seed)
-    expected_all = [reference(*args) for args in inputs] if grading else None
+    name: str
+    reference: Callable
+    inputs: Callable[..., Sequence[tuple]]
+    hint: str | tuple[str, str]
+    mistakes: Sequence[Like | When] = ()
+    success: str | None = None
+    what: str = "your result"
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    compare: Callable | None = None
+    view: Callable | None = None
+    refuse: Sequence[Callable] = ()
+    seconds: float | None = None
+    no_grad: bool = False
+    args: Callable[[], tuple] = tuple
+    changed: str | None = "your function changed a tensor it was given (in place): work on a copy"
 
-    def judge(fn):
+    @property
+    def exercise(self) -> Exercise:
+        return Exercise("implement", self.args)
+
+    def __repr__(self) -> str:
+        return f"<implement check {self.name!r}>"
+
+    def __call__(self, fn, *args):
+        grading = _grading is not None
+        made = self.inputs(*args, **({"seed": _grading.seed} if grading and "seed" in
+                                     inspect.signature(self.inputs).parameters else {}))
+        with torch.no_grad() if self.no_grad else contextlib.nullcontext():
+            expected_all = [self.reference(*a) for a in made] if grading else None
+            n = len(made)
+            per_call = TIME_LIMIT_S if self.seconds is None else self.seconds
+            return check_answer(
+                fn, lambda fn: self._judge(fn, made, expected_all), name=self.name,
+                reference=self.reference, hint=self.hint,
+                success=self.success or f"matches attnlab's version on {n} random "
+                                        f"input{'' if n == 1 else 's'}",
+                todo="not attempted yet; write your function above and run the cell again.",
+                seconds=per_call * n + CHECK_WORK_S)
+
+    def _judge(self, fn, made: Sequence[tuple], expected_all) -> str | Verdict | None:
         if not callable(fn):
             return f"expected a function, got {_kind(fn)}"
-        for i, args in enumerate(inputs):
-            with _refusing(reference if grading else None):
-                got, problem = call_safely(fn, *args, seconds=seconds)
+        refused = (self.reference, *self.refuse) if expected_all is not None else ()
+        for i, args in enumerate(made):
+            with contextlib.ExitStack() as stack:
+                for reference in refused:
+                    stack.enter_context(refusing(reference))
+                copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+                got, problem = call_safely(fn, *copies, seconds=self.seconds)
             if problem is None and got is None and i == 0:
                 return none_returned(fn)
+            if problem is None and any(isinstance(a, torch.Tensor) and not torch.equal(a, c)
+                                       for a, c in zip(args, copies)):
+                problem = self.changed
             if problem is None:
-                expected = expected_all[i] if grading else reference(*args)
-                problem = _compared(compare, got, expected, args, atol, rtol)
+                expected = expected_all[i] if expected_all is not None else self.reference(*args)
+                problem = self.problem(got, expected, args)
             if problem is not None:
                 given = ", ".join(f"a {tuple(a.shape)} tensor" if isinstance(a, torch.Tensor)
                                   else repr(a) if isinstance(a, (numbers.Number, str))
@@ -427,14 +490,51 @@ def check_function(fn, reference: Callable, inputs: Sequence[tuple], *, name: st
                 return f"given {given}: {problem}"
         return None
 
-    n = len(inputs)
-    per_call = TIME_LIMIT_S if seconds is None else seconds
-    return check_answer(
-        fn, judge, name=name, reference=reference, hint=hint,
-        success=success or f"matches attnlab's version on {n} random input{'' if n == 1 else 's'}",
-        todo="not attempted yet; write your function above and run the cell again.",
-        seconds=per_call * n + CHECK_WORK_S)
+    def problem(self, got, expected, args: tuple) -> str | None:
+        """What is wrong with `got` as the result for `args`: None, a named mistake, or the
+        comparison's words."""
+        plain = _compared(self.compare, got, expected, args, self.atol, self.rtol, self.what)
+        if plain is None:
+            return None
+        for mistake in self.mistakes:
+            try:
+                if mistake.matches(got, expected, args, lambda a, b: self.matches(a, b, args)):
+                    message = mistake.message
+                    return message if isinstance(message, str) else message(got, expected, *args)
+            except Exception:  # noqa: BLE001 - a test that cannot read this result: not a match
+                continue
+        return plain
 
+    def matches(self, got, made, args: tuple) -> bool:
+        """Whether `got` is `made` to this check's tolerance, both as `view` shows them."""
+        if self.view is not None:
+            got, made = self.view(got, *args), self.view(made, *args)
+        return same(got, made, self.atol, self.rtol)
+
+
+def alike(got, expected) -> bool:
+    """Whether `got` is a tensor of `expected`'s shape and dtype: a `When` test's first clause
+    where its mistake is one of values, not of kind."""
+    return isinstance(got, torch.Tensor) and got.shape == expected.shape \
+        and got.dtype == expected.dtype
+
+
+def same(got, made, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """Equal type, shape and dtype, and values within atol/rtol (exactly, for integers and
+    bools; infinities where the other has them): tensors, tuples of them, or numbers."""
+    if isinstance(made, tuple):
+        return isinstance(got, tuple) and len(got) == len(made) and \
+            all(same(g, m, atol, rtol) for g, m in zip(got, made))
+    if isinstance(made, torch.Tensor):
+        if not isinstance(got, torch.Tensor) or got.shape != made.shape or got.dtype != made.dtype:
+            return False
+        if not got.dtype.is_floating_point:
+            return torch.equal(got, made)
+        return bool(torch.allclose(got.detach(), made.detach(), atol=atol, rtol=rtol,
+                                   equal_nan=False))
+    if isinstance(made, numbers.Real) and isinstance(got, numbers.Real):
+        return math.isclose(got, made, rel_tol=rtol, abs_tol=atol)
+    return got == made
 
 
 def _refused(*args, **kwargs):
@@ -443,13 +543,15 @@ def _refused(*args, **kwargs):
     raise RuntimeError("attnlab's own version was called; a graded answer computes it itself")
 
 
-class _refusing:
-    """Within `with _refusing(reference)`, calling `reference` raises RuntimeError: its code is
+class refusing:
+    """Within `with refusing(reference)`, calling `reference` raises RuntimeError: its code is
     swapped for `_refused`'s, so every name bound to it (attnlab.X, exNN.X, a student's alias,
-    a functools.partial or a def that calls it) refuses alike. Only plain functions without a
-    closure can be swapped; anything else is left as it is (None too)."""
+    a functools.partial or a def that calls it) refuses alike. A decorated function (such as
+    one under `@torch.no_grad()`) is refused through the function it wraps. Only plain
+    functions without a closure can be swapped; anything else is left as it is (None too)."""
 
     def __init__(self, reference):
+        reference = inspect.unwrap(reference) if callable(reference) else reference
         swappable = inspect.isfunction(reference) and not reference.__code__.co_freevars
         self.reference = reference if swappable else None
 
@@ -463,6 +565,12 @@ class _refusing:
         if self.reference is not None:
             self.reference.__code__ = self.code
         return False
+
+
+def grader_seed() -> int | None:
+    """The grader's secret seed while a grader judges a check (`attnlab.exercises.grading`),
+    else None: a hand-written check draws its graded inputs from it."""
+    return None if _grading is None else _grading.seed
 
 
 def none_returned(fn) -> Verdict:
@@ -499,7 +607,7 @@ def _placeholder_left(fn) -> str | None:
     return "pass" if any(isinstance(node, ast.Pass) for node in body) else None
 
 def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
-              rtol: float) -> str | None:
+              rtol: float, what: str = "your result") -> str | None:
     """`compare(got, expected, *args)`, or the plain comparison where there is none or where it
     cannot read this result (a compare names the typical mistakes; it need not expect
     every hostile value, such as a tensor of integers where floats belong)."""
@@ -508,7 +616,7 @@ def _compared(compare: Callable | None, got, expected, args: tuple, atol: float,
             return compare(got, expected, *args)
         except Exception:  # our own helper failed: the plain comparison still answers
             pass
-    return result_problem(got, expected, atol=atol, rtol=rtol)
+    return result_problem(got, expected, atol=atol, rtol=rtol, name=what)
 
 
 def _numbers(guess, n: int) -> tuple[list[float] | None, str | None]:
@@ -607,24 +715,27 @@ def check_prediction(guess, measured, *, name: str, tolerance: float, digits: in
                if many else "Write a plain number such as 0.25."))
 
 
-def check_number(answer, is_right: Callable[[float], bool], *, name: str, expected: str,
-                 hint: str | tuple[str, str], reference: float, success: str = ""):
-    """An *explore* exercise: a number the student found; `is_right(value)` decides.
+@dataclass(frozen=True, repr=False)
+class Predict:
+    """A *predict* check on a number (or a list of numbers), declared: `check(guess, measured)`
+    sets the guess beside the measurement (`check_prediction`). `example` is a measured value
+    as the notebook passes it, for the tests and the grader."""
+    name: str
+    tolerance: float
+    lesson: str
+    example: object
+    digits: int = 3
 
-    `expected` says in words what the number should satisfy (shown when it is not). Returns
-    the answer when right, else `reference`.
-    """
-    def judge(answer):
-        value, problem = as_number(answer)
-        if problem:
-            return f"{problem} ({expected})"
-        if is_right(value):
-            return None
-        return f"{fmt(value, 4, guard=False)} does not satisfy it yet ({expected})"
+    @property
+    def exercise(self) -> Exercise:
+        return Exercise("predict", lambda: (self.example,))
 
-    return check_answer(answer, judge, name=name, reference=reference, hint=hint,
-                        success=success, todo="not attempted yet; put your number in the cell "
-                                              "above.")
+    def __repr__(self) -> str:
+        return f"<predict check {self.name!r}>"
+
+    def __call__(self, guess, measured) -> None:
+        return check_prediction(guess, measured, name=self.name, tolerance=self.tolerance,
+                                digits=self.digits, lesson=self.lesson)
 
 
 def _ordinal(i: int) -> str:

@@ -1,17 +1,11 @@
 """The exercises of notebook 01 (attention by hand), checked.
 
-- `predict_weights` (predict): the three weights of the worked example, guessed before the
-  softmax is computed;
-- `attention` (implement): softmax(q kᵀ / √d_k) v in three lines, against attnlab's
-  `scaled_dot_product_attention` on random inputs, batched ones included;
-- `key_2_wins` (explore): a query for which key 2 of the worked example gets the largest weight;
-- `predict_winner` (predict): which of four keys, one of them long, gets the largest weight,
-  guessed before it is measured;
-- `split_heads` and `merge_heads` (implement): (B, T, d_model) -> (B, H, T, d_head) and back,
-  against attnlab's; a reshape without the transpose, or the transpose of the wrong axes, is
-  named in the ✗ line.
-
-Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
+- `predict_weights` (predict): the worked example's three weights, guessed before the softmax;
+- `attention` (implement): softmax(q kᵀ / √d_k) v, against `scaled_dot_product_attention`;
+- `key_2_wins` (explore): a query that gives key 2 of the worked example the largest weight;
+- `predict_winner` (predict): which of four keys, one of them long, gets the largest weight;
+- `split_heads`, `merge_heads` (implement): (B, T, d_model) <-> (B, H, T, d_head), against
+  attnlab's.
 """
 from __future__ import annotations
 
@@ -24,16 +18,17 @@ from ..attention import scaled_dot_product_attention
 from ..attention import split_heads as reference_split
 from ..report import fmt
 from . import (
+    Implement,
+    Like,
+    Predict,
     Verdict,
+    When,
     _kind,
     as_number,
     check_answer,
-    check_function,
-    check_prediction,
     exercise,
     prediction,
-    result_problem,
-    tensor_problem,
+    same,
 )
 
 LIMIT = 3.0  # the playground's sliders run from -LIMIT to LIMIT
@@ -41,14 +36,12 @@ MARGIN = 0.01  # key 2 must beat the others by this much, so that the win shows 
 WORKED_KEYS = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0],
                             [0.7, 0.7, 0.0, 0.0]])  # (3, 4): the notebook's worked example
 
+predict_weights = Predict(
+    "predict the weights", tolerance=0.1, example=torch.tensor([0.405, 0.246, 0.349]),
+    lesson="Even key 1, which does not match at all, keeps a large share: e^0 = 1 is not 0.")
 
-@exercise("predict", args=(torch.tensor([0.405, 0.246, 0.349]),))
-def predict_weights(guess, measured):
-    """Your guess for the worked example's three weights against the measured ones (±0.1 each)."""
-    return check_prediction(
-        guess, measured, name="predict the weights", tolerance=0.1,
-        lesson="Even key 1, which does not match at all, keeps a large share: e^0 = 1 is not 0.")
 
+# --- attention ----------------------------------------------------------------------------------
 
 def _attention_inputs(seed: int = 1) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Random (q, k, v) triples: one sequence, a batch, and batch × heads with T_q ≠ T_k and
@@ -60,40 +53,42 @@ def _attention_inputs(seed: int = 1) -> list[tuple[torch.Tensor, torch.Tensor, t
     return [tuple(torch.randn(s, generator=g) for s in triple) for triple in shapes]
 
 
-def _attention_problem(got, expected, q, k, v) -> str | None:
-    """The plain comparison, named where the weights show a typical mistake: no √d_k, the
-    softmax over the queries, a multiplication by √d_k, or right weights with a wrong output."""
-    problem = result_problem(got, expected)
-    if problem is None or not (isinstance(got, tuple) and len(got) == 2
-                               and all(isinstance(t, torch.Tensor) for t in got)):
-        return problem
-    weights = got[1].detach().double()
-    scores = q.double() @ k.double().transpose(-2, -1)  # (..., T_q, T_k)
-    root = q.shape[-1] ** 0.5
-    for made, mistake in (
-            (torch.softmax(scores, -1), "your weights are softmax(q kᵀ): the scores are not "
-                                        "divided by √d_k"),
-            (torch.softmax(scores * root, -1), "your weights come from scores multiplied by "
-                                               "√d_k, not divided by it"),
-            (torch.softmax(scores / root, -2), "your weights sum to 1 over the queries (each "
-                                               "column), not over the keys (each row)"),
-            (expected[1].double(), "your weights are right, but the output is not weights @ v")):
-        if weights.shape == made.shape and torch.allclose(weights, made, atol=1e-5, rtol=1e-4):
-            return mistake
-    return problem
+def _attend(q, k, v, scale: float | None = None, over: int = -1):
+    """(weights @ v, weights), the scores scaled by `scale` (None: 1/√d_k), the softmax `over`
+    the keys (-1) or the queries (-2)."""
+    scores = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)
+    weights = scores.softmax(over)  # (..., T_q, T_k)
+    return weights @ v, weights
 
 
-@exercise("implement")
-def attention(fn):
-    """Your `fn(q, k, v) -> (output, weights)` against `attnlab.scaled_dot_product_attention`."""
-    return check_function(
-        fn, scaled_dot_product_attention, _attention_inputs(), name="attention",
-        compare=_attention_problem, fresh=_attention_inputs,
-        hint=("write out softmax(q kᵀ / √d_k) v one step at a time and compare each step with "
-              "yours.",
-              "transpose only the last two dimensions of k, divide the scores by √d_k, take the "
-              "softmax over the keys (the last dimension), and return (weights @ v, weights)."))
+def _weights(result, *_) -> torch.Tensor:
+    """The weights of an (output, weights) tuple of tensors, in float64: the mistakes are told by
+    the weights alone, whatever the output (raises for any other result: no match)."""
+    if not isinstance(result, tuple) or not all(isinstance(t, torch.Tensor) for t in result):
+        raise TypeError("not a tuple of tensors")
+    _, weights = result
+    return weights.detach().double()
 
+
+attention = Implement(
+    "attention", scaled_dot_product_attention, _attention_inputs, view=_weights,
+    mistakes=[
+        Like(lambda q, k, v: _attend(q, k, v, scale=1.0),
+             "your weights are softmax(q kᵀ): the scores are not divided by √d_k"),
+        Like(lambda q, k, v: _attend(q, k, v, scale=q.shape[-1] ** 0.5),
+             "your weights come from scores multiplied by √d_k, not divided by it"),
+        Like(lambda q, k, v: _attend(q, k, v, over=-2),
+             "your weights sum to 1 over the queries (each column), not over the keys (each row)"),
+        When(lambda got, expected, *_: same(_weights(got), _weights(expected), 1e-5, 1e-4),
+             "your weights are right, but the output is not weights @ v",
+             example=lambda q, k, v: (_attend(q, k, v)[1] @ k, _attend(q, k, v)[1])),
+    ],
+    hint=("write out softmax(q kᵀ / √d_k) v one step at a time and compare each step with yours.",
+          "transpose only the last two dimensions of k, divide the scores by √d_k, take the "
+          "softmax over the keys (the last dimension), and return (weights @ v, weights)."))
+
+
+# --- explore: a query that makes key 2 win -------------------------------------------------------
 
 def _as_vector(answer, n: int) -> tuple[torch.Tensor | None, str | None]:
     """(the answer as a float tensor of n numbers, None) or (None, what is wrong with it)."""
@@ -114,12 +109,14 @@ def _as_vector(answer, n: int) -> tuple[torch.Tensor | None, str | None]:
     return torch.tensor(values), None
 
 
+def _shown(weights: torch.Tensor) -> str:
+    return "[" + ", ".join(fmt(x, 3, guard=False) for x in weights.tolist()) + "]"
+
+
 @exercise("explore", args=lambda: (WORKED_KEYS,))
 def key_2_wins(query, keys: torch.Tensor):
     """Your query (d_k numbers within the sliders' range) must give key 2 the largest weight.
-
-    Returns your query as a tensor (d_k,) when it does, else a query that does.
-    """
+    Returns your query as a tensor (d_k,) when it does, else a query that does."""
     def judge(query):
         q, problem = _as_vector(query, keys.shape[-1])
         if problem is None and q.abs().max() > LIMIT:
@@ -127,11 +124,9 @@ def key_2_wins(query, keys: torch.Tensor):
         if problem:
             return problem
         q = q.to(keys.dtype)
-        _, w = scaled_dot_product_attention(q[None], keys, keys)  # (1, T)
-        w = w[0]  # (T,)
-        shown = "[" + ", ".join(fmt(x, 3, guard=False) for x in w.tolist()) + "]"
-        rivals = torch.cat([w[:2], w[3:]])
-        if w[2] > rivals.max() + MARGIN:
+        w = scaled_dot_product_attention(q[None], keys, keys)[1][0]  # (T,)
+        shown = _shown(w)
+        if w[2] > torch.cat([w[:2], w[3:]]).max() + MARGIN:
             return Verdict.right(f"weights {shown}; key 2 takes the largest share.", value=q)
         tops = [j for j, x in enumerate(w.tolist()) if x > w.max().item() - 1e-6]
         if len(tops) > 1:
@@ -156,7 +151,6 @@ def predict_winner(guess, weights: torch.Tensor):
     """Your guess for the key that gets the largest weight against the measured `weights` (T,)
     (notebook 01: q = [1, 1, 0, 0] and a fourth key, [2, 0, 0, 0])."""
     measured = int(weights.argmax())
-    shown = "[" + ", ".join(fmt(x, 3, guard=False) for x in weights.tolist()) + "]"
 
     def read(guess):
         value, problem = as_number(guess, "your guess")
@@ -167,7 +161,7 @@ def predict_winner(guess, weights: torch.Tensor):
     return prediction(
         guess, name="which key wins?", read=read,
         describe=lambda key: f"you predicted key {key}; key {measured} gets the largest weight "
-                             f"({shown})",
+                             f"({_shown(weights)})",
         lesson="q·k = |q| |k| cos θ: the agreement of the directions times both lengths, so a "
                "long key can beat one that points the query's way better.",
         todo="no prediction yet; write a key number in the cell above before running.",
@@ -177,6 +171,7 @@ def predict_winner(guess, weights: torch.Tensor):
 # --- split and merge heads ----------------------------------------------------------------------
 
 AXES = ("B", "H", "T", "d_head")  # the axes of split_heads' result and merge_heads' input
+SPLIT = tuple(range(4))  # (B, H, T, d_head), the axes' right order
 
 
 def _split_inputs(seed: int = 11) -> list[tuple[torch.Tensor, int]]:
@@ -187,87 +182,60 @@ def _split_inputs(seed: int = 11) -> list[tuple[torch.Tensor, int]]:
             for B, T, H, D in ((2, 5, 3, 4), (3, 4, 2, 6), (1, 7, 4, 2))]
 
 
-def _axis_order(got: torch.Tensor, expected: torch.Tensor) -> str | None:
-    """The axes of `got` named as `expected`'s (e.g. "(B, T, H, d_head)") when `got` is
-    `expected` with its axes permuted, else None."""
-    for order in itertools.permutations(range(expected.dim())):
-        if order != tuple(range(expected.dim())) and got.shape == expected.permute(order).shape \
-                and torch.equal(got, expected.permute(order)):
-            return "(" + ", ".join(AXES[i] for i in order) + ")"
-    return None
+def _in_order(order: tuple[int, ...]):
+    """The ✗ line of a split whose axes come in `order` (of B, H, T, d_head)."""
+    named = "(" + ", ".join(AXES[i] for i in order) + ")"
+    start = "the split is right but the transpose is missing" if order == (0, 2, 1, 3) else \
+        "the transpose of the wrong dimensions"
+    return lambda got, expected, *_: f"{start}: your axes are in the order {named}, expected " \
+                                     f"(B, H, T, d_head) = {tuple(expected.shape)}"
 
 
-def _split_problem(got, expected: torch.Tensor, x: torch.Tensor, n_heads: int) -> str | None:
-    """What is wrong with `got` as split_heads(x, n_heads), naming the classic mistakes."""
-    B, H, T, D = expected.shape
-    if isinstance(got, torch.Tensor) and got.dtype == expected.dtype:
-        order = _axis_order(got, expected)
-        if order == "(B, T, H, d_head)":
-            return ("the split is right but the transpose is missing: your axes are in the order "
-                    f"{order}, expected (B, H, T, d_head) = {tuple(expected.shape)}")
-        if order is not None:
-            return (f"the transpose of the wrong dimensions: your axes are in the order {order}, "
-                    f"expected (B, H, T, d_head) = {tuple(expected.shape)}")
-        if got.shape != expected.shape:
-            return tensor_problem(got, expected)
-        if torch.equal(got, x.reshape(B, H, T, D)):
-            return ("a reshape without the transpose: x.reshape(B, H, T, d_head) has the right "
-                    "shape, but deals one token's numbers out over several positions of a head")
-        if torch.equal(got, x.transpose(1, 2).reshape(B, H, T, D)):
-            return ("the transpose of the wrong dimensions: swapping T and d_model before the "
-                    "split mixes the tokens' numbers")
-        if torch.equal(got, x.view(B, T, D, H).permute(0, 3, 1, 2)):
-            return ("d_model split as (d_head, H) instead of (H, d_head): a head's d_head numbers "
-                    "are consecutive in a token's vector, not every H-th one")
-    return tensor_problem(got, expected)
-
-
-@exercise("implement")
-def split_heads(fn):
-    """Your `fn(x, n_heads)`: (B, T, d_model) -> (B, H, T, d_head), against attnlab's."""
-    return check_function(
-        fn, reference_split, _split_inputs(), name="split_heads", compare=_split_problem,
-        fresh=_split_inputs,
-        hint=("a head needs, for every token, its own d_head consecutive numbers of that token; "
-              "which shape lets you pick them out without mixing tokens, and which axis is in "
-              "the wrong place after that?",
-              "first split the last axis only, d_model = H · d_head, keeping B and T where they "
-              "are; then swap the token axis with the head axis."))
-
-
-def _merge_problem(got, expected: torch.Tensor, x: torch.Tensor) -> str | None:
-    """What is wrong with `got` as merge_heads(x), naming the classic mistakes."""
-    B, H, T, D = x.shape
-    if isinstance(got, torch.Tensor) and got.dtype == expected.dtype:
-        if got.shape == (B, T, H, D) and torch.equal(got, x.transpose(1, 2)):
-            return ("the heads are back beside each other per token, but not merged yet: shape "
-                    f"(B, T, H, d_head) = {(B, T, H, D)}, expected (B, T, H · d_head) = "
-                    f"{tuple(expected.shape)}")
-        if got.shape == expected.shape and not torch.equal(got, expected):
-            if torch.equal(got, x.reshape(B, T, H * D)):
-                return ("a reshape without transposing back: x.reshape(B, T, H · d_head) has the "
-                        "right shape, but a row mixes several positions of one head")
-            for i, j in itertools.combinations(range(4), 2):
-                if (i, j) != (1, 2) and torch.equal(got, x.transpose(i, j).reshape(B, T, H * D)):
-                    return (f"the transpose of the wrong dimensions ({AXES[i]} and {AXES[j]}): "
-                            "a row of the result must hold one position's numbers from every head")
-    return tensor_problem(got, expected)
+split_heads = Implement(
+    "split_heads", reference_split, _split_inputs,
+    mistakes=[
+        *[Like(lambda x, h, order=order: reference_split(x, h).permute(order), _in_order(order))
+          for order in itertools.permutations(SPLIT) if order != SPLIT],
+        Like(lambda x, h: x.reshape(len(x), h, x.shape[1], -1),
+             "a reshape without the transpose: x.reshape(B, H, T, d_head) has the right shape, "
+             "but deals one token's numbers out over several positions of a head"),
+        Like(lambda x, h: x.transpose(1, 2).reshape(len(x), h, x.shape[1], -1),
+             "the transpose of the wrong dimensions: swapping T and d_model before the split "
+             "mixes the tokens' numbers"),
+        Like(lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2),
+             "d_model split as (d_head, H) instead of (H, d_head): a head's d_head numbers are "
+             "consecutive in a token's vector, not every H-th one"),
+    ],
+    hint=("a head needs, for every token, its own d_head consecutive numbers of that token; "
+          "which shape lets you pick them out without mixing tokens, and which axis is in the "
+          "wrong place after that?",
+          "first split the last axis only, d_model = H · d_head, keeping B and T where they "
+          "are; then swap the token axis with the head axis."))
 
 
 def _merge_inputs(seed: int = 12) -> list[tuple[torch.Tensor]]:
     """x (B, H, T, d_head) with B, H, T and d_head all different, as split_heads makes them."""
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(B, H, T, D, generator=g),) for B, H, T, D in ((2, 3, 5, 4), (3, 2, 4, 6),
-                                                                       (1, 4, 7, 2))]
+    return [(torch.randn(B, H, T, D, generator=g),)
+            for B, H, T, D in ((2, 3, 5, 4), (3, 2, 4, 6), (1, 4, 7, 2))]
 
 
-@exercise("implement")
-def merge_heads(fn):
-    """Your `fn(x)`: (B, H, T, d_head) -> (B, T, H · d_head), against attnlab's."""
-    return check_function(
-        fn, reference_merge, _merge_inputs(), name="merge_heads", compare=_merge_problem,
-        fresh=_merge_inputs,
-        hint=("merge_heads undoes split_heads: which of split's two steps must be undone first?",
-              "bring the token axis back next to the batch axis, so that each position holds its "
-              "H heads side by side, then flatten the last two axes into one; a transposed "
-              "tensor is not contiguous, which one of .view and .reshape minds."))
+merge_heads = Implement(
+    "merge_heads", reference_merge, _merge_inputs,
+    mistakes=[
+        Like(lambda x: x.transpose(1, 2),
+             lambda got, expected, x: "the heads are back beside each other per token, but not "
+                                      f"merged yet: shape (B, T, H, d_head) = {tuple(got.shape)}, "
+                                      f"expected (B, T, H · d_head) = {tuple(expected.shape)}"),
+        Like(lambda x: x.reshape(len(x), x.shape[2], -1),
+             "a reshape without transposing back: x.reshape(B, T, H · d_head) has the right "
+             "shape, but a row mixes several positions of one head"),
+        *[Like(lambda x, i=i, j=j: x.transpose(i, j).reshape(len(x), x.shape[2], -1),
+               f"the transpose of the wrong dimensions ({AXES[i]} and {AXES[j]}): a row of the "
+               "result must hold one position's numbers from every head")
+          for i, j in itertools.combinations(range(4), 2) if (i, j) != (1, 2)],
+    ],
+    hint=("merge_heads undoes split_heads: which of split's two steps must be undone first?",
+          "bring the token axis back next to the batch axis, so that each position holds its H "
+          "heads side by side, then flatten the last two axes into one; a transposed tensor is "
+          "not contiguous, which one of .view and .reshape minds."))

@@ -1,6 +1,12 @@
-"""Notebook 04's exercises: the contrast task without positions (predict), the length of a
-sinusoidal position vector (predict), the rotation of one pair of dimensions in rotary positions
-(implement) and a learned position table rescaled before training (explore)."""
+"""The exercises of notebook 04 (positions), checked.
+
+- `contrast_without_positions` (predict): the contrast task's test accuracy without positions;
+- `sinusoidal_norm` (predict): the length (L2 norm) of one sinusoidal position vector, d = 32;
+- `rotate_pair` (implement): turn each pair (x1, x2) at position m by the angle m·θ, against
+  `attnlab.rotary`;
+- `rescaled_reach` (explore): the first epoch at which the contrast task reaches 0.9 with the
+  learned position table rescaled to the token vectors' size before training (seed 0).
+"""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -14,34 +20,18 @@ from ..report import fmt
 from ..repro import seed_of
 from ..rope import rotary
 from ..train import fit_classifier, initial_model, task_reviews
-from . import (
-    Verdict,
-    as_number,
-    check_answer,
-    check_function,
-    check_prediction,
-    exercise,
-    result_problem,
-)
+from . import Implement, Like, Predict, Verdict, as_number, check_answer, exercise
 
+contrast_without_positions = Predict(
+    "contrast task without positions", tolerance=0.05, example=0.49,
+    lesson="Each review and its twin (the two sentiment words swapped) have the same bag of "
+           "words and opposite labels, and both are equally likely: a model that sees only "
+           "the bag cannot beat a coin.")
 
-@exercise("predict", args=(0.49,))
-def contrast_without_positions(guess, measured):
-    """Predict: the contrast task's test accuracy for the model without positions."""
-    return check_prediction(
-        guess, measured, name="contrast task without positions", tolerance=0.05,
-        lesson="Each review and its twin (the two sentiment words swapped) have the same bag of "
-               "words and opposite labels, and both are equally likely: a model that sees only "
-               "the bag cannot beat a coin.")
-
-
-@exercise("predict", args=(4.0,))
-def sinusoidal_norm(guess, measured):
-    """Predict: the length (L2 norm) of one sinusoidal position vector for d = 32."""
-    return check_prediction(
-        guess, measured, name="size of a sinusoidal position vector", tolerance=0.05, digits=2,
-        lesson="Each (sin, cos) pair has length 1, whatever the position: 16 pairs give "
-               "sqrt(16) = 4 for every position.")
+sinusoidal_norm = Predict(
+    "size of a sinusoidal position vector", tolerance=0.05, digits=2, example=4.0,
+    lesson="Each (sin, cos) pair has length 1, whatever the position: 16 pairs give "
+           "sqrt(16) = 4 for every position.")
 
 
 # --- implement: one pair of rotary dimensions ----------------------------------------------------
@@ -52,8 +42,8 @@ def _rotate_pair(pair: torch.Tensor, m: torch.Tensor, theta: float) -> torch.Ten
     return rotary(pair, positions=m * theta)  # (..., T, 2)
 
 
-def _pair_cases() -> list[tuple]:
-    g = torch.Generator().manual_seed(4)
+def _pair_cases(seed: int = 4) -> list[tuple]:
+    g = torch.Generator().manual_seed(seed)
     return [(torch.randn(6, 2, generator=g, dtype=torch.float64), torch.arange(6), 1.0),
             (torch.randn(5, 2, generator=g, dtype=torch.float64),
              torch.tensor([0, 3, 7, 20, 100]), 0.1),
@@ -62,40 +52,28 @@ def _pair_cases() -> list[tuple]:
 
 def _aliased(pair, m, theta):
     """The classic slip: the second number computed from the already turned first one."""
-    angle = (m * theta).to(pair.dtype)
+    angle = (m * theta).to(pair.dtype)  # (T,)
     first = pair[..., 0] * angle.cos() - pair[..., 1] * angle.sin()
     second = first * angle.sin() + pair[..., 1] * angle.cos()
-    return torch.stack((first, second), dim=-1)
+    return torch.stack((first, second), dim=-1)  # (..., T, 2)
 
 
-def _compare_pair(got, expected, pair, m, theta):
-    """None when `got` matches, else what is wrong, naming the classic mistakes."""
-    problem = result_problem(got, expected)
-    if problem is None or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-        return problem
-    mistakes = {
-        "it turns the pair the wrong way (by -m·θ): the signs of the two sine terms are "
-        "swapped": _rotate_pair(pair, -m, theta),
-        "every position turns by the same angle θ: the angle must grow with the position, "
-        "m·θ": _rotate_pair(pair, torch.ones_like(m), theta),
-        "the second number is computed from the already turned first one: keep the two "
-        "original numbers until both new ones are computed": _aliased(pair, m, theta),
-    }
-    for text, wrong in mistakes.items():
-        if got.dtype == wrong.dtype and torch.allclose(got.detach(), wrong, atol=1e-5, rtol=1e-4):
-            return text
-    return problem
-
-
-@exercise("implement")
-def rotate_pair(fn):
-    """Implement: turn each pair (x1, x2) at position m by the angle m·θ."""
-    return check_function(
-        fn, _rotate_pair, _pair_cases(), name="rotate_pair", compare=_compare_pair,
-        hint=("a turn by the angle a sends (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
-              "and here the angle is a different one for every position.",
-              "compute the angle m * theta (one per row), its cos and sin, take x1 = pair[..., 0] "
-              "and x2 = pair[..., 1], and torch.stack the two new numbers on the last dimension."))
+rotate_pair = Implement(
+    "rotate_pair", _rotate_pair, _pair_cases, refuse=(rotary,),
+    mistakes=[
+        Like(lambda pair, m, theta: _rotate_pair(pair, -m, theta),
+             "it turns the pair the wrong way (by -m·θ): the signs of the two sine terms are "
+             "swapped"),
+        Like(lambda pair, m, theta: _rotate_pair(pair, torch.ones_like(m), theta),
+             "every position turns by the same angle θ: the angle must grow with the position, "
+             "m·θ"),
+        Like(_aliased, "the second number is computed from the already turned first one: keep "
+                       "the two original numbers until both new ones are computed"),
+    ],
+    hint=("a turn by the angle a sends (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
+          "and here the angle is a different one for every position.",
+          "compute the angle m * theta (one per row), its cos and sin, take x1 = pair[..., 0] "
+          "and x2 = pair[..., 1], and torch.stack the two new numbers on the last dimension."))
 
 
 # --- explore: the learned table at the size of the token vectors --------------------------------
@@ -118,10 +96,8 @@ def _rescaled_reach(series: int) -> int | None:
 
 @exercise("explore", args=(6,))
 def rescaled_reach(answer, unscaled):
-    """Explore: the first epoch at which the contrast task reaches a test accuracy of 0.9 with the
-    learned position table rescaled to the token vectors' size before training (seed 0).
-    `unscaled`: the notebook's first epoch at 0.9 with the table as drawn (its seed-0 run); the
-    rescaled run is trained here (once per series seed), so no seed's number is recorded."""
+    """`unscaled`: the notebook's first epoch at 0.9 with the table as drawn (its seed-0 run);
+    the rescaled run is trained here (once per series seed), so no seed's number is recorded."""
     expected = ("the first epoch, 1, 2, ..., whose test accuracy is at least 0.9 on the contrast "
                 "task, seed 0, with the table rescaled before training")
     reference = _rescaled_reach(seed_of(0))
@@ -158,6 +134,3 @@ def rescaled_reach(answer, unscaled):
               "seed 0, and read the first epoch whose history['test_acc'] is at least 0.9.",
               "copy the cell that scales the token table: scale model.embed.pos.table instead, "
               "by d ** -0.5 / LEARNED_POSITION_STD, with learned positions on the contrast task."))
-
-
-# --- predict: which encodings survive twice the training length ----------------------------------

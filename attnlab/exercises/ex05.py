@@ -3,15 +3,14 @@
 - `soft_knn` (implement): soft k-nearest neighbours as attention (cosine scores, one-hot labels
   as values, scale 1/τ), against `attnlab.retrieval.soft_knn`;
 - `uniform_accuracy` (predict): the set model's accuracy when every attention weight is
-  uniform, guessed before it is measured;
+  uniform;
 - `target_roles` (implement): how much the others attend to the odd image, and how much it
   attends to itself, per head and against uniform attention, against
   `attnlab.probes.target_roles`;
 - `smallest_set` (explore): the smallest set on which the model, trained on sets of 10 only,
   still finds the odd image in 80 % of sets.
 
-Every check prints one line (✓, ✗ or ○) and returns something the next cells can use. The
-implement checks run on small random tensors, not on the network, so they are instant.
+The implement checks run on small random tensors, not on the network, so they are instant.
 """
 from __future__ import annotations
 
@@ -22,15 +21,7 @@ from torch import nn
 from .. import retrieval, sets
 from ..probes import target_roles as _target_roles
 from ..report import fmt
-from . import (
-    Verdict,
-    as_number,
-    check_answer,
-    check_function,
-    check_prediction,
-    exercise,
-    result_problem,
-)
+from . import Implement, Like, Predict, Verdict, as_number, check_answer, exercise
 
 N_CLASSES = len(retrieval.CLASS_NAMES)
 
@@ -57,29 +48,22 @@ def _soft_knn_inputs(seed: int = 5) -> list[tuple]:
     return cases
 
 
-@exercise("implement")
-def soft_knn(fn):
-    """Your `fn(queries, database, labels, tau) -> (probabilities, weights)` against attnlab's."""
-    return check_function(
-        fn, _soft_knn_reference, _soft_knn_inputs(), name="soft k-NN as attention", atol=1e-8,
-        hint=("soft k-NN is attention: which tensor plays the queries, which the keys, which "
-              "the values, and what does the temperature tau replace?",
-              "normalise the rows of queries and database to length 1 (then q·k is the cosine), "
-              "turn the labels into one-hot rows of 10 floats as the values, call "
-              "attnlab.scaled_dot_product_attention with scale=1 / tau, and return what it "
-              "returns."))
+soft_knn = Implement(
+    "soft k-NN as attention", _soft_knn_reference, _soft_knn_inputs, atol=1e-8,
+    refuse=(retrieval.soft_knn,),
+    hint=("soft k-NN is attention: which tensor plays the queries, which the keys, which "
+          "the values, and what does the temperature tau replace?",
+          "normalise the rows of queries and database to length 1 (then q·k is the cosine), "
+          "turn the labels into one-hot rows of 10 floats as the values, call "
+          "attnlab.scaled_dot_product_attention with scale=1 / tau, and return what it "
+          "returns."))
 
 
-# --- predict: the set model under uniform attention ----------------------------------------------
-
-@exercise("predict", args=(0.8,))
-def uniform_accuracy(guess, measured):
-    """Your guess of the set model's test accuracy under uniform attention (±0.1)."""
-    return check_prediction(
-        guess, measured, name="accuracy with uniform attention", tolerance=0.1,
-        lesson="Uniform weights are not 'no attention': every image still receives the plain "
-               "mean of its set, and the mean of nine images of one kind and one other already "
-               "says which image is unlike the rest. The weights add what the mean misses.")
+uniform_accuracy = Predict(
+    "accuracy with uniform attention", tolerance=0.1, example=0.8,
+    lesson="Uniform weights are not 'no attention': every image still receives the plain "
+           "mean of its set, and the mean of nine images of one kind and one other already "
+           "says which image is unlike the rest. The weights add what the mean misses.")
 
 
 # --- implement: the odd image's row and column ----------------------------------------------------
@@ -101,52 +85,42 @@ def _roles_inputs(seed: int = 5) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return cases
 
 
-def _roles_mistakes(weights, odd) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """The classic wrong answers, as (from_others, on_itself), to name the one a student wrote."""
+def _roles(weights, odd, *, row=False, with_self=False, times=True, own_entry=True):
+    """The two scores as a student may write them: the odd image's column (else its `row`)
+    without its own entry (else `with_self`), times T (else not), and its own entry (else the
+    mean of its row)."""
     B, H, T, _ = weights.shape
-    rows = torch.arange(B)
-    column, row = weights[rows, :, :, odd], weights[rows, :, odd, :]  # (B, H, T) each
-    own = weights[rows, :, odd, odd]                                   # (B, H)
-    right_from, right_own = (column.sum(-1) - own) / (T - 1) * T, own * T
-    return {
-        "your first result reads the odd image's row (what it gives the others); what the others "
-        "give it is its column, weights[..., :, odd]":
-            (((row.sum(-1) - own) / (T - 1) * T).mean(0), right_own.mean(0)),
-        "your first result includes the odd image's weight on itself: leave its own entry out "
-        "of the column and divide by T - 1":
-            ((column.mean(-1) * T).mean(0), right_own.mean(0)),
-        "your results are not times T: multiply by the set size, so that 1 means uniform":
-            ((right_from / T).mean(0), own.mean(0)),
-        "your second result is the mean of the odd image's row, always 1/T: its weight on "
-        "itself is one entry, weights[b, :, odd[b], odd[b]]":
-            (right_from.mean(0), (row.mean(-1) * T).mean(0)),
-    }
+    b = torch.arange(B)
+    line = weights[b, :, odd, :] if row else weights[b, :, :, odd]  # (B, H, T)
+    own = weights[b, :, odd, odd]  # (B, H)
+    received = line.mean(-1) if with_self else (line.sum(-1) - own) / (T - 1)  # (B, H)
+    itself = own if own_entry else weights[b, :, odd, :].mean(-1)  # (B, H)
+    scale = T if times else 1
+    return (received * scale).mean(0), (itself * scale).mean(0)  # (H,), (H,)
 
 
-def _roles_problem(got, expected, weights, odd) -> str | None:
-    problem = result_problem(got, expected, atol=1e-9, rtol=1e-7)
-    if problem is None or not isinstance(got, tuple) or len(got) != 2:
-        return problem
-    for mistake, wrong in _roles_mistakes(weights, odd).items():
-        if all(isinstance(g, torch.Tensor) and g.shape == w.shape and g.dtype == w.dtype
-               and torch.allclose(g, w) for g, w in zip(got, wrong)):
-            return mistake
-    return problem
-
-
-@exercise("implement")
-def target_roles(fn):
-    """Your `fn(weights, odd) -> (from_others (H,), on_itself (H,))` against
-    `attnlab.probes.target_roles`, on random weights."""
-    return check_function(
-        fn, _roles_reference, _roles_inputs(), name="the odd image's column and row",
-        compare=lambda got, expected, weights, odd: _roles_problem(got, expected, weights, odd),
-        success="your two scores are attnlab's, per head, on random weights",
-        hint=("weights[b, h, i, j] is what query i gives key j: what the odd image receives is "
-              "in one of its slices, what it gives itself is one entry.",
-              "index the batch with torch.arange(B) and odd together; take the odd image's "
-              "column, remove its own entry, average over the other T - 1 queries, multiply by "
-              "T and average over the sets; its own entry times T is the second score."))
+target_roles = Implement(
+    "the odd image's column and row", _roles_reference, _roles_inputs, atol=1e-9, rtol=1e-7,
+    refuse=(_target_roles,),
+    success="your two scores are attnlab's, per head, on random weights",
+    mistakes=[
+        Like(lambda w, odd: _roles(w, odd, row=True),
+             "your first result reads the odd image's row (what it gives the others); what the "
+             "others give it is its column, weights[..., :, odd]"),
+        Like(lambda w, odd: _roles(w, odd, with_self=True),
+             "your first result includes the odd image's weight on itself: leave its own entry "
+             "out of the column and divide by T - 1"),
+        Like(lambda w, odd: _roles(w, odd, times=False),
+             "your results are not times T: multiply by the set size, so that 1 means uniform"),
+        Like(lambda w, odd: _roles(w, odd, own_entry=False),
+             "your second result is the mean of the odd image's row, always 1/T: its weight on "
+             "itself is one entry, weights[b, :, odd[b], odd[b]]"),
+    ],
+    hint=("weights[b, h, i, j] is what query i gives key j: what the odd image receives is "
+          "in one of its slices, what it gives itself is one entry.",
+          "index the batch with torch.arange(B) and odd together; take the odd image's "
+          "column, remove its own entry, average over the other T - 1 queries, multiply by "
+          "T and average over the sets; its own entry times T is the second score."))
 
 
 # --- explore: which sets the model can handle -----------------------------------------------------

@@ -1,16 +1,13 @@
 """The exercises of notebook 06 (a pre-trained transformer), checked.
 
-- `uniform_cosine` (predict): how similar MiniLM's sentence vectors stay when every attention
-  weight is uniform;
-- `without_key` (implement): one attention with a key taken out, two ways: masked before the
-  softmax, or its value vector zeroed;
-- `minimal_pair` (explore): two sentences of the student's that differ in one word, and the
-  weight "it" puts on each candidate referent in a head the student chooses, recomputed;
+- `uniform_cosine` (predict): how similar MiniLM's sentence vectors stay with uniform attention;
+- `without_key` (implement): one attention with a key taken out, by the mask or by its value;
+- `minimal_pair` (explore): the weight "it" puts on two candidates in the student's two
+  sentences, in a head they choose, recomputed;
 - `reliability` (implement): the bins of a reliability diagram, against
   `attnlab.sentiment.reliability`.
 
-Every check prints one line (✓, ✗ or ○) and returns something the next cells can use. The
-implement checks run on small random tensors, not on the network.
+The implement checks run on small random tensors, not on the network.
 """
 from __future__ import annotations
 
@@ -23,42 +20,42 @@ from ..attention import scaled_dot_product_attention
 from ..report import fmt
 from ..sentiment import reliability as _reliability
 from . import (
+    Implement,
+    Predict,
     Verdict,
+    When,
     _kind,
+    alike,
     as_number,
     check_answer,
-    check_function,
-    check_prediction,
     exercise,
     tensor_problem,
     untouched,
 )
 
-# --- predict: the sentence vectors under uniform attention ----------------------------------------
+uniform_cosine = Predict(
+    "uniform attention", tolerance=0.15, digits=2, example=0.44,
+    lesson="With every weight equal, each token in a layer reads the same average of all the "
+           "values, in all 72 heads: what made the tokens' vectors differ is gone, and the "
+           "sentence vector lands far from the trained one.")
 
 
-@exercise("predict", args=(0.44,))
-def uniform_cosine(guess, measured):
-    """Your guess of the mean cosine between MiniLM's sentence vectors with uniform attention
-    and the normal ones, against the measured one (±0.15)."""
-    return check_prediction(
-        guess, measured, name="uniform attention", tolerance=0.15, digits=2,
-        lesson="With every weight equal, each token in a layer reads the same average of all the "
-               "values, in all 72 heads: what made the tokens' vectors differ is gone, and the "
-               "sentence vector lands far from the trained one.")
+# --- a key taken out, by the mask or by its value -------------------------------------------------
+
+def _attend(q, k, v, mask=None) -> torch.Tensor:
+    return scaled_dot_product_attention(q, k, v, mask)[0]  # (B, H, T, D)
 
 
-# --- implement: a key taken out, by the mask or by its value --------------------------------------
+def _hidden(k, key) -> torch.Tensor:
+    return torch.arange(k.shape[-2]) == key[:, None]  # (B, S)   True at the key
 
-def _without_key(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key: torch.Tensor,
-                 how: str) -> torch.Tensor:
+
+def _without_key(q, k, v, key, how: str) -> torch.Tensor:
     """The attention output (B, H, T, D) with key `key[b]` taken out in row b of the batch."""
-    hidden = torch.arange(k.shape[-2]) == key[:, None]  # (B, S)   True at the key
+    hidden = _hidden(k, key)
     if how == "mask":
-        out, _ = scaled_dot_product_attention(q, k, v, ~hidden[:, None, None, :])  # may attend
-        return out
-    out, _ = scaled_dot_product_attention(q, k, v.masked_fill(hidden[:, None, :, None], 0.0))
-    return out
+        return _attend(q, k, v, ~hidden[:, None, None, :])  # (B, 1, 1, S): may attend
+    return _attend(q, k, v.masked_fill(hidden[:, None, :, None], 0.0))  # (B, 1, S, 1)
 
 
 def _key_inputs(seed: int = 6) -> list[tuple]:
@@ -75,49 +72,50 @@ def _key_inputs(seed: int = 6) -> list[tuple]:
     return cases
 
 
-def _key_problem(got, expected, q, k, v, key, how) -> str | None:
-    """What is wrong with one output, naming the classic mistakes of each way."""
-    problem = tensor_problem(got, expected, name=f'your output for how="{how}"')
-    if problem is None or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-        return problem
-    hidden = torch.arange(k.shape[-2]) == key[:, None]  # (B, S)
-    _, w = scaled_dot_product_attention(q, k, v)  # (B, H, T, S)
-    after = w.masked_fill(hidden[:, None, None, :], 0.0) @ v  # the column zeroed after softmax
-    only, _ = scaled_dot_product_attention(q, k, v, hidden[:, None, None, :])
-    zero_k, _ = scaled_dot_product_attention(q, k.masked_fill(hidden[:, None, :, None], 0.0), v)
-
-    def close(x):
-        return torch.allclose(got.detach().to(x.dtype), x, atol=1e-5, rtol=1e-4)
-
-    if how == "mask" and close(after):
-        return ('for how="mask" your output is what zeroing the key\'s weights after the softmax '
-                "gives: a mask acts before the softmax, so the other keys share the weight it "
-                "frees and each row still sums to 1")
-    if how == "mask" and close(only):
-        return ('for how="mask" every query reads only that key: in a mask True means "may '
-                'attend", so hide the key with False')
-    if how == "value" and close(zero_k):
-        return ('for how="value" you zeroed the key vector: its score becomes 0, not -inf, so '
-                "it still gets weight and its value is still read")
-    if q.shape[-2] == k.shape[-2]:
-        rows, _ = scaled_dot_product_attention(q, k, v, ~hidden[:, None, :, None])
-        if close(rows):
-            return ("you took out a query (a row of the weights) instead of a key (a column): "
-                    "the mask's last dimension is the keys")
-    return problem
+def _after(q, k, v, hidden):  # the key's weights zeroed after the softmax
+    return scaled_dot_product_attention(q, k, v)[1].masked_fill(hidden[:, None, None, :], 0.0) @ v
 
 
-@exercise("implement")
-def without_key(fn):
-    """Your `fn(q, k, v, key, how) -> output (B, H, T, D)` against the reference, both ways."""
-    return check_function(
-        fn, _without_key, _key_inputs(), name="without_key", compare=_key_problem,
-        hint=("a key is a column of the weights, the last dimension of a mask; a mask says where "
-              "a query MAY attend (True).",
-              "mark the key of each batch row in a (B, S) bool tensor; for \"mask\" give "
-              "attnlab.scaled_dot_product_attention its opposite, shaped to broadcast over heads "
-              "and queries (B, 1, 1, S); for \"value\" set those rows of v to zero (shaped "
-              "(B, 1, S, 1)) and attend with no mask."))
+def _mistake(ways: tuple[str, ...], wrong, message: str) -> When:
+    """A mistake made where `how` is one of `ways`: the output, of the right shape and seen as
+    float32, is `wrong(q, k, v, hidden (B, S))` (a `wrong` that raises: no match). Its example:
+    a student right but for ways[0]."""
+    def test(got, expected, q, k, v, key, how):
+        return how in ways and got.shape == expected.shape and torch.allclose(
+            got.detach().float(), wrong(q, k, v, _hidden(k, key)), atol=1e-5, rtol=1e-4)
+
+    def student(q, k, v, key, how):
+        right = how != ways[0]
+        return _without_key(q, k, v, key, how) if right else wrong(q, k, v, _hidden(k, key))
+    return When(test, message, example=student)
+
+
+without_key = Implement(
+    "without_key", _without_key, _key_inputs,
+    compare=lambda got, expected, *a: tensor_problem(got, expected,
+                                                     name=f'your output for how="{a[-1]}"'),
+    mistakes=[
+        _mistake(("mask",), _after,
+                 'for how="mask" your output is what zeroing the key\'s weights after the '
+                 "softmax gives: a mask acts before the softmax, so the other keys share the "
+                 "weight it frees and each row still sums to 1"),
+        _mistake(("mask",), lambda q, k, v, h: _attend(q, k, v, h[:, None, None, :]),
+                 'for how="mask" every query reads only that key: in a mask True means "may '
+                 'attend", so hide the key with False'),
+        _mistake(("value",), lambda q, k, v, h: _attend(q, k * ~h[:, None, :, None], v),
+                 'for how="value" you zeroed the key vector: its score becomes 0, not -inf, so it '
+                 "still gets weight and its value is still read"),
+        # a (B, 1, S, 1) mask fits the scores only where T == S (elsewhere it raises: no match)
+        _mistake(("mask", "value"), lambda q, k, v, h: _attend(q, k, v, ~h[:, None, :, None]),
+                 "you took out a query (a row of the weights) instead of a key (a column): the "
+                 "mask's last dimension is the keys"),
+    ],
+    hint=("a key is a column of the weights, the last dimension of a mask; a mask says where "
+          "a query MAY attend (True).",
+          "mark the key of each batch row in a (B, S) bool tensor; for \"mask\" give "
+          "attnlab.scaled_dot_product_attention its opposite, shaped to broadcast over heads "
+          "and queries (B, 1, 1, S); for \"value\" set those rows of v to zero (shaped "
+          "(B, 1, S, 1)) and attend with no mask."))
 
 
 # --- explore: a minimal pair for "it" -------------------------------------------------------------
@@ -139,11 +137,8 @@ def _layer_head(answer, n_layers: int, n_heads: int) -> tuple[tuple[int, int] | 
     return (values[0], values[1]), None
 
 
-_WORD = re.compile(r"\w+(?:'\w+)*")
-
-
 def _words(sentence: str) -> list[str]:
-    return _WORD.findall(sentence.lower())
+    return re.findall(r"\w+(?:'\w+)*", sentence.lower())
 
 
 def _pair_problem(pair, candidates) -> str | None:
@@ -167,9 +162,10 @@ def _pair_problem(pair, candidates) -> str | None:
 
 
 def _measured(pair, candidates, attention_maps, head) -> tuple[torch.Tensor | None, str | None]:
-    """(the weights "it" puts on each candidate, (2, 2): row = sentence, column = candidate,
-    None) or (None, what is wrong). Candidates must be one word piece each."""
-    rows = []
+    """((2, 2, 2) float64: [what "it" puts on each candidate, what each candidate puts on "it"
+    (the classic slip)], each row = sentence, column = candidate; None) or (None, what is
+    wrong). Candidates must be one word piece each."""
+    grids = ([], [])
     for sentence in pair:
         tokens, maps = attention_maps(sentence)
         for c in candidates:
@@ -179,21 +175,11 @@ def _measured(pair, candidates, attention_maps, head) -> tuple[torch.Tensor | No
         pair_head, problem = _layer_head(head, len(maps), maps[0].shape[1])
         if problem:
             return None, problem
-        layer, h = pair_head
-        row = maps[layer][0, h, tokens.index("it")]  # (T,)   what "it" puts on each key
-        rows.append([float(row[tokens.index(c.lower())]) for c in candidates])
-    return torch.tensor(rows, dtype=torch.float64), None
-
-
-def _read_from(pair, candidates, attention_maps, head) -> torch.Tensor:
-    """The other way round, a classic slip: the weight each candidate puts on "it"."""
-    rows = []
-    for sentence in pair:
-        tokens, maps = attention_maps(sentence)
-        layer, h = (int(x) for x in head)
-        rows.append([float(maps[layer][0, h, tokens.index(c.lower()), tokens.index("it")])
-                     for c in candidates])
-    return torch.tensor(rows, dtype=torch.float64)
+        w = maps[pair_head[0]][0, pair_head[1]]  # (T, T): row = query, column = key
+        it, columns = tokens.index("it"), [tokens.index(c.lower()) for c in candidates]
+        grids[0].append([float(w[it, j]) for j in columns])
+        grids[1].append([float(w[j, it]) for j in columns])
+    return torch.tensor(grids, dtype=torch.float64), None
 
 
 def _as_grid(answer) -> tuple[torch.Tensor | None, str | None]:
@@ -204,14 +190,10 @@ def _as_grid(answer) -> tuple[torch.Tensor | None, str | None]:
             and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in answer)):
         return None, (f"weights should be 2 x 2 numbers, [[on candidate 1, on candidate 2] in "
                       f"sentence 1, the same in sentence 2], got {_kind(answer)}")
-    values = []
-    for row in answer:
-        for x in row:
-            value, problem = as_number(x, "each weight")
-            if problem:
-                return None, problem
-            values.append(value)
-    return torch.tensor(values, dtype=torch.float64).reshape(2, 2), None
+    read = [as_number(x, "each weight") for row in answer for x in row]
+    problem = next((problem for _, problem in read if problem), None)
+    return (None, problem) if problem else \
+        (torch.tensor([value for value, _ in read], dtype=torch.float64).reshape(2, 2), None)
 
 
 def _fake_attention_maps(sentence: str):
@@ -230,13 +212,12 @@ EXAMPLE_PAIR = ("The dog bit the cat because it was angry.",
 @exercise("explore", args=lambda: (EXAMPLE_PAIR, ("dog", "cat"), (1, 2), _fake_attention_maps))
 def minimal_pair(weights, pair, candidates, head, attention_maps):
     """Your 2 x 2 weights must be what "it" puts on each candidate (columns) in each of your
-    two sentences (rows), in your (layer, head): recomputed here from your sentences with
-    `attention_maps` (the model's `attention_maps`). Returns your weights when they are right,
-    else the recomputed ones (None when the sentences do not make a minimal pair)."""
-    reference = None
-    problem = _pair_problem(pair, candidates)
+    two sentences (rows), in your (layer, head), recomputed with `attention_maps`. Returns your
+    weights when right, else the recomputed ones (None without a minimal pair)."""
+    grids, problem = None, _pair_problem(pair, candidates)
     if problem is None and not (isinstance(head, (tuple, list)) and all(map(untouched, head))):
-        reference, problem = _measured(pair, candidates, attention_maps, head)
+        grids, problem = _measured(pair, candidates, attention_maps, head)
+    reference = None if grids is None else grids[0]
 
     def judge(weights):
         if problem:
@@ -259,12 +240,13 @@ def minimal_pair(weights, pair, candidates, head, attention_maps):
                 f"and {fmt(a2, 2)} on {c2!r} in the first sentence, {fmt(b1, 2)} and "
                 f"{fmt(b2, 2)} in the second: the one word moved it by {fmt(moved, 2, sign=True)} "
                 f"towards {c2!r}", value=weights)
-        if torch.allclose(got, reference.T, atol=5e-3, rtol=0):
-            return "your rows are the candidates: make each row one sentence"
-        if torch.allclose(got, _read_from(pair, candidates, attention_maps, head), atol=5e-3,
-                          rtol=0):
-            return ('these are the weights each candidate puts on "it": read the row of "it" '
-                    "(the query) and the candidate's column (the key)")
+        for grid, mistake in [
+            (reference.T, "your rows are the candidates: make each row one sentence"),
+            (grids[1], 'these are the weights each candidate puts on "it": read the row of "it" '
+                       "(the query) and the candidate's column (the key)"),
+        ]:
+            if torch.allclose(got, grid, atol=5e-3, rtol=0):
+                return mistake
         return "these are not the weights recomputed from your sentences in that head"
 
     return check_answer(
@@ -277,7 +259,7 @@ def minimal_pair(weights, pair, candidates, head, attention_maps):
         todo="not attempted yet; write your two sentences and the weights in the cell above.")
 
 
-# --- implement: the bins of a reliability diagram -------------------------------------------------
+# --- the bins of a reliability diagram ------------------------------------------------------------
 
 def _reliability_inputs(seed: int = 6) -> list[tuple]:
     """(confidence, correct, n_bins): random confidences in [0.5, 1] with the two ends among
@@ -297,46 +279,64 @@ def _reliability_inputs(seed: int = 6) -> list[tuple]:
 _PARTS = ("the counts", "the mean confidences", "the accuracies")
 
 
-def _reliability_problem(got, expected, confidence, correct, n_bins) -> str | None:
+def _wrong_part(got, expected) -> tuple:
+    """(name, part, the reference's part, the comparison's words) of the first part of the
+    result that differs (name None: the result is no 3-tuple), or None. An empty bin is NaN."""
     if not isinstance(got, tuple) or len(got) != 3:
-        return (f"your function should return a tuple (count, confidence, accuracy), "
-                f"got {_kind(got)}")
+        return None, got, None, ("your function should return a tuple (count, confidence, "
+                                 f"accuracy), got {_kind(got)}")
     for name, g, e in zip(_PARTS, got, expected):
-        if isinstance(g, torch.Tensor) and tuple(g.shape) == (n_bins + 1,):
-            return (f"{name} have {n_bins + 1} entries for {n_bins} bins: a confidence of "
-                    f"exactly 1.0 lands one past the last bin unless you cap it")
-        if not isinstance(g, torch.Tensor) or g.shape != e.shape or g.dtype != e.dtype:
-            return tensor_problem(g, e, name=name)
-        empty = torch.isnan(e) if e.is_floating_point() else torch.zeros_like(e, dtype=torch.bool)
-        if name == _PARTS[0] and int(g.sum()) != len(confidence):
-            return (f"your counts add up to {int(g.sum())}, not {len(confidence)}: a confidence "
-                    f"of exactly 1.0 belongs in the last bin")
-        if name == _PARTS[0] and not torch.equal(g, e):
-            whole = torch.bincount((confidence * n_bins).long().clamp(max=n_bins - 1),
-                                   minlength=n_bins)
-            if torch.equal(g, whole):
-                return ("your bins cut [0, 1]: a two-class model's confidence is never below "
-                        "0.5, so cut [0.5, 1] into n_bins equal bins")
-        if g.is_floating_point() and not torch.equal(torch.isnan(g), empty):
-            if bool(empty.any()) and bool((g[empty] == 0).all()):
-                return (f"an empty bin should give NaN in {name} (there is nothing to average; "
-                        f"0 would plot as a bin that is always wrong)")
-            return f"{name} has NaN where the reference has a number, or the other way round"
+        if not alike(g, e):
+            return name, g, e, tensor_problem(g, e, name=name)
+        empty = torch.isnan(e)  # (n_bins,)
+        if not torch.equal(torch.isnan(g), empty):
+            return name, g, e, f"{name} has NaN where the reference has a number, or the other " \
+                               "way round"
         problem = tensor_problem(g.masked_fill(empty, 0), e.masked_fill(empty, 0), name=name)
         if problem:
-            return problem
+            return name, g, e, problem
     return None
 
 
-@exercise("implement")
-def reliability(fn):
-    """Your `fn(confidence, correct, n_bins) -> (count, confidence, accuracy)` per bin against
-    `attnlab.sentiment.reliability`."""
-    return check_function(
-        fn, _reliability, _reliability_inputs(), name="reliability", compare=_reliability_problem,
-        hint=("which bin a confidence falls in is how many bin widths it lies above 0.5; a "
-              "confidence of exactly 1.0 must land in the last bin.",
-              "turn each confidence into a whole bin number (distance above 0.5 in bin widths, "
-              "rounded down, capped at the last bin); count per bin; sum the confidences and "
-              "the right answers per bin and divide by the counts: 0 / 0 gives NaN for an "
-              "empty bin."))
+def _in_part(test, message, example) -> When:
+    """A mistake seen in the first part that differs: `test` and `message` take (name, part,
+    its reference, confidence, n_bins)."""
+    def first(got, expected, confidence, correct, n_bins):
+        return *_wrong_part(got, expected)[:3], confidence, n_bins
+    return When(lambda *a: (seen := first(*a))[0] is not None and test(*seen),
+                lambda *a: message(*first(*a)), example=example)
+
+
+reliability = Implement(
+    "reliability", _reliability, _reliability_inputs,
+    compare=lambda got, expected, *_: (_wrong_part(got, expected) or (None,) * 4)[3],
+    mistakes=[
+        _in_part(lambda name, g, e, c, n: isinstance(g, torch.Tensor)
+                 and tuple(g.shape) == (n + 1,),
+                 lambda name, g, e, c, n: f"{name} have {n + 1} entries for {n} bins: a "
+                                          "confidence of exactly 1.0 lands one past the last "
+                                          "bin unless you cap it",
+                 lambda c, r, n: (torch.bincount(((c - 0.5) / 0.5 * n).long(),
+                                                 minlength=n),) * 3),  # bins without the cap
+        _in_part(lambda name, g, e, c, n: name == _PARTS[0] and alike(g, e)
+                 and int(g.sum()) != len(c),
+                 lambda name, g, e, c, n: f"your counts add up to {int(g.sum())}, not {len(c)}: "
+                                          "a confidence of exactly 1.0 belongs in the last bin",
+                 lambda c, r, n: _reliability(c[c < 1], r[c < 1], n)),  # the 1.0s left out
+        _in_part(lambda name, g, e, c, n: name == _PARTS[0] and alike(g, e) and torch.equal(
+                     g, torch.bincount((c * n).long().clamp(max=n - 1), minlength=n)),
+                 lambda *_: "your bins cut [0, 1]: a two-class model's confidence is never "
+                            "below 0.5, so cut [0.5, 1] into n_bins equal bins",
+                 lambda c, r, n: _reliability(0.5 + c / 2, r, n)),  # the bins of c over [0, 1]
+        _in_part(lambda name, g, e, c, n: g.is_floating_point() and alike(g, e)
+                 and bool(torch.isnan(e).any()) and bool((g[torch.isnan(e)] == 0).all()),
+                 lambda name, *_: f"an empty bin should give NaN in {name} (there is nothing "
+                                  "to average; 0 would plot as a bin that is always wrong)",
+                 lambda c, r, n: tuple(t.nan_to_num(0.0) for t in _reliability(c, r, n))),
+    ],
+    hint=("which bin a confidence falls in is how many bin widths it lies above 0.5; a "
+          "confidence of exactly 1.0 must land in the last bin.",
+          "turn each confidence into a whole bin number (distance above 0.5 in bin widths, "
+          "rounded down, capped at the last bin); count per bin; sum the confidences and "
+          "the right answers per bin and divide by the counts: 0 / 0 gives NaN for an "
+          "empty bin."))

@@ -1,20 +1,13 @@
 """The exercises of notebook 08 (what attention costs), checked.
 
-- `flop_ratios` (predict): by how much the FLOPs of a self-attention layer grow when the context
-  grows 4× (T = d = 64 to T = 256): the score part, the four projections, the whole layer;
-- `decode_step` (implement): one decoding step with a KV cache: project the new token, append its
-  key and value, attend with its query over everything cached (each key/value head shared by its
-  group of query heads), merge the heads, project out; checked against recomputing the whole
-  prefix (`kv_cache.recompute_step`). Attending before the append (the token cannot see
-  itself), forgetting the output projection, caching keys split into the query heads' count,
-  tiling the shared heads in the wrong order and a rotary position off by one are named;
-- `bytes_per_token` (implement): the KV cache's bytes per token from a model's configuration,
-  on a table of configurations at once; a missing factor (the 2 for keys and values, the layers,
-  the bytes) and the query heads' count where the key/value heads' belongs are named;
-- `online_update` (implement): fold one block of keys into the running max, total and weighted
-  sum of the online softmax; one call per block gives attention block by block.
-
-Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
+- `flop_ratios` (predict): how the score part, the projections and the whole layer grow with a
+  4× longer context;
+- `decode_step` (implement): one decoding step with a KV cache, step after step, against
+  recomputing the whole prefix (`kv_cache.recompute_step`);
+- `bytes_per_token` (implement): the KV cache's bytes per token on a table of configurations,
+  against `kv_cache.bytes_per_token`;
+- `online_update` (implement): fold one block of keys into the online softmax's running max,
+  total and weighted sum, against `online_softmax.online_update`.
 """
 from __future__ import annotations
 
@@ -27,28 +20,33 @@ from ..kv_cache import decode_step as reference_step
 from ..online_softmax import empty_state
 from ..online_softmax import online_update as reference_update
 from . import (
+    Implement,
+    Like,
+    Predict,
+    When,
     _kind,
+    alike,
     call_safely,
     check_answer,
-    check_function,
-    check_prediction,
     exercise,
+    grader_seed,
     none_returned,
+    refusing,
+    result_problem,
+    same,
     tensor_problem,
 )
 
-
-@exercise("predict", args=([16.0, 4.0, 8.0],))
-def flop_ratios(guess, measured):
-    """Your [score part, projections, whole layer] ratios against the counted ones (±1 is right)."""
-    return check_prediction(
-        guess, measured, name="predict the FLOP ratios of a 4× longer context", tolerance=1.0,
-        digits=1,
-        lesson="Scores pair every query with every key (T²), projections touch each token "
-               "once (T); the layer adds both.")
+flop_ratios = Predict(
+    "predict the FLOP ratios of a 4× longer context", tolerance=1.0, digits=1,
+    example=[16.0, 4.0, 8.0],
+    lesson="Scores pair every query with every key (T²), projections touch each token "
+           "once (T); the layer adds both.")
 
 
-# --- one decoding step with a KV cache (implement) -------------------------------------------
+# --- one decoding step with a KV cache ---------------------------------------------------------
+# A function, not an `Implement`: the student's step changes the cache it is given, step after
+# step, and its lines say at which position ("at position 3 (B = 2, ...), ...").
 
 class _WatchedCache(KVCache):
     """A KVCache that notes the shape of every key appended, so that keys split into the query
@@ -63,25 +61,25 @@ class _WatchedCache(KVCache):
         return super().append(k, v)
 
 
-def _decode_cases() -> list[tuple[MultiHeadAttention, torch.Tensor, int]]:
+def _decode_cases(seed: int = 8) -> list[tuple[MultiHeadAttention, torch.Tensor, int]]:
     """(layer, x (B, T, d_model), prefix length P): P tokens are cached first, the others are
     decoded one by one. Grouped-query layers, so that the shared heads and their order matter,
     one of them rotary, so that the new token's position matters; made under a private seed
     (the caller's random numbers are left as they were)."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(8)
+        torch.manual_seed(seed)
         grouped = MultiHeadAttention(16, 4, n_kv_heads=2)  # 2 query heads per key/value head
         rotated = MultiHeadAttention(16, 4, n_kv_heads=1, rotary=True)  # multi-query, rotary
         return [(grouped, torch.randn(2, 6, 16), 3), (rotated, torch.randn(1, 6, 16), 4)]
 
 
-def _variant(attn, x_t, past_k, past_v, *, position, before_append=False, out=True,
-             tiled=False):
-    """A decoding step as a student may write it: right with the defaults; `before_append`
-    attends over the past only, `out=False` skips the output projection, `tiled` repeats the
-    key/value heads as a block (0, 1, 0, 1) instead of each in place (0, 0, 1, 1), `position`
-    is where the new token is rotated."""
-    q, k, v = attn.project(x_t, positions=torch.tensor([position]))  # (B, H, 1, D), (B, H_kv, 1, D)
+def _step(attn, x_t, past_k, past_v, *, at=lambda t: t, before_append=False, out=True,
+          tiled=False):
+    """A decoding step as a student may write it: right with the defaults; the new token is
+    rotated at position `at(len(cache))`; `before_append` attends over the past only,
+    `out=False` skips the output projection, `tiled` repeats the key/value heads as a block
+    (0, 1, 0, 1) instead of each in place (0, 0, 1, 1)."""
+    q, k, v = attn.project(x_t, positions=torch.tensor([at(past_k.shape[2])]))  # (B, H(_kv), 1, D)
     keys = past_k if before_append else torch.cat([past_k, k], dim=2)  # (B, H_kv, t, D)
     values = past_v if before_append else torch.cat([past_v, v], dim=2)
     group = attn.n_heads // attn.n_kv_heads
@@ -89,38 +87,26 @@ def _variant(attn, x_t, past_k, past_v, *, position, before_append=False, out=Tr
         keys, values = keys.repeat(1, group, 1, 1), values.repeat(1, group, 1, 1)
     else:
         keys, values = keys.repeat_interleave(group, 1), values.repeat_interleave(group, 1)
-    heads, _ = scaled_dot_product_attention(q, keys, values)  # (B, H, 1, D)
-    merged = merge_heads(heads)  # (B, 1, d_model)
+    merged = merge_heads(scaled_dot_product_attention(q, keys, values)[0])  # (B, 1, d_model)
     return attn.out(merged) if out else merged
 
 
-def _named_mistake(got, attn, x_t, past_k, past_v, before: int) -> str | None:
-    """The classic mistake whose output `got` is, or None."""
-    mistakes = [
-        (dict(before_append=True),
-         "it attends over the cache before this token's key and value are in it: the token "
-         "cannot see itself (append first, then attend over everything the cache returns)"),
-        (dict(out=False),
-         "the heads are merged but the output projection attn.out is missing"),
-    ]
-    if attn.n_kv_heads > 1:
-        mistakes.append((dict(tiled=True),
-                         "the shared key/value heads are repeated in the wrong order: query head h "
-                         "reads key/value head h // G, so each must be repeated in place "
-                         "(0, 0, 1, 1), not as a block (0, 1, 0, 1)"))
-    if attn.rotary:
-        mistakes += [
-            (dict(position=0), "this layer is rotary and the new token was rotated as if at "
-                               "position 0: it sits at position len(cache)"),
-            (dict(position=before + 1), "the new token was rotated one position too far: "
-                                        "positions start at 0, so it sits at len(cache) as it "
-                                        "was before the append"),
-        ]
-    for change, problem in mistakes:
-        wrong = _variant(attn, x_t, past_k, past_v, **{"position": before, **change})
-        if got.shape == wrong.shape and torch.allclose(got, wrong, atol=1e-5, rtol=1e-4):
-            return problem
-    return None
+# The classic mistakes: how the student's step differs from `_step`'s defaults, and what is
+# wrong. One that makes no difference in a layer (the order of the heads where there is one
+# key/value head, the position where there is no rotary) cannot be mistaken for a wrong output.
+_STEP_MISTAKES = [
+    (dict(before_append=True),
+     "it attends over the cache before this token's key and value are in it: the token "
+     "cannot see itself (append first, then attend over everything the cache returns)"),
+    (dict(out=False), "the heads are merged but the output projection attn.out is missing"),
+    (dict(tiled=True),
+     "the shared key/value heads are repeated in the wrong order: query head h reads key/value "
+     "head h // G, so each must be repeated in place (0, 0, 1, 1), not as a block (0, 1, 0, 1)"),
+    (dict(at=lambda t: 0), "this layer is rotary and the new token was rotated as if at "
+                           "position 0: it sits at position len(cache)"),
+    (dict(at=lambda t: t + 1), "the new token was rotated one position too far: positions "
+                               "start at 0, so it sits at len(cache) as it was before the append"),
+]
 
 
 def _heads_problem(cache: _WatchedCache, attn) -> str | None:
@@ -139,11 +125,13 @@ def _heads_problem(cache: _WatchedCache, attn) -> str | None:
 
 def _judge_step(fn):
     """None when `fn(attn, x_t, cache)` decodes every token of every case as recomputing does
-    and appends exactly one position per step; else what is wrong (a ○ Verdict for None)."""
+    and appends exactly one position per step; else what is wrong (a ○ Verdict for None).
+    A grader's cases come from its seed, and attnlab's decode_step refuses to run in them."""
     if not callable(fn):
         return f"expected a function, got {_kind(fn)}"
+    seed = grader_seed()
     first = True
-    for attn, x, prefix in _decode_cases():
+    for attn, x, prefix in _decode_cases(*([] if seed is None else [seed])):
         B, T, _ = x.shape
         with torch.no_grad():
             cache = _WatchedCache.for_layer(attn, x, max_len=T)
@@ -155,7 +143,8 @@ def _judge_step(fn):
                 past_v = cache.values[:, :, :before].clone()
                 x_t = x[:, t:t + 1]  # (B, 1, d_model)
                 expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
-                got, problem = call_safely(fn, attn, x_t, cache)
+                with refusing(None if seed is None else reference_step):
+                    got, problem = call_safely(fn, attn, x_t, cache)
                 if first and problem is None and got is None:
                     return none_returned(fn)
                 first = False
@@ -166,10 +155,9 @@ def _judge_step(fn):
                          f"{attn.n_kv_heads}{', rotary' if attn.rotary else ''})")
                 problem = tensor_problem(got, expected, name="your output")
                 if problem is not None:
-                    if isinstance(got, torch.Tensor) and got.is_floating_point():
-                        problem = _named_mistake(got, attn, x_t, past_k, past_v, before) \
-                            or problem
-                    return f"{where}, {problem}"
+                    named = [message for change, message in _STEP_MISTAKES if same(
+                        got, _step(attn, x_t, past_k, past_v, **change), 1e-5, 1e-4)]
+                    return f"{where}, {(named or [problem])[0]}"
                 if len(cache) != before + 1:
                     return (f"{where}, the output is right but the cache went from {before} to "
                             f"{len(cache)} positions: append this token's key and value, once")
@@ -179,10 +167,8 @@ def _judge_step(fn):
 @exercise("implement")
 def decode_step(fn):
     """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
-    multi-query one, step after step, against recomputing the whole prefix.
-
-    Returns `fn` when it is right at every step, else `attnlab.kv_cache.decode_step`.
-    """
+    multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
+    it is right at every step, else `attnlab.kv_cache.decode_step`."""
     return check_answer(
         fn, _judge_step, name="decode_step", reference=reference_step,
         success="matches recomputing the whole prefix at 5 positions of two grouped-query "
@@ -194,7 +180,7 @@ def decode_step(fn):
               "head of its group, attend, merge the heads, project out."))
 
 
-# --- the KV cache's bytes per token (implement) ----------------------------------------------
+# --- the KV cache's bytes per token --------------------------------------------------------------
 
 # (n_layers, d_model, n_heads, n_kv_heads, bytes_per_number), one configuration per column, made
 # up so that each missing or wrong factor gives other numbers than every other mistake
@@ -213,47 +199,43 @@ def _bytes_reference(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number):
                          for layers, d, heads, kv, size in columns])  # (n_configs,) int64
 
 
-def _bytes_problem(got, expected, n_layers, d_model, n_heads, n_kv_heads, size):
-    """What is wrong with `got` as the bytes per token, naming a missing or wrong factor."""
-    d_head = d_model // n_heads
-    if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.is_floating_point():
-        return (f"your result has dtype {got.dtype}, expected {expected.dtype}: bytes are whole "
-                "numbers (d_model / n_heads with / gives floats; // divides whole numbers)")
-    problem = tensor_problem(got, expected, name="your result")
-    if problem is None or not problem.startswith("your result differs"):
-        return problem  # right, or not a tensor of the right shape and dtype
-    mistakes = (
-        (expected // 2, "the factor 2 is missing: each token stores a key AND a value"),
-        (expected // n_layers, "the layers are missing: every layer keeps its own keys and "
-                               "values"),
-        (2 * n_layers * n_heads * d_head * size,
-         "it uses the query heads' count: the cache stores only the n_kv_heads key/value heads"),
-        (2 * n_layers * n_kv_heads * d_model * size,
-         "each key/value head holds d_model / n_heads numbers, not d_model"),
-        (expected // size, "that counts numbers, not bytes: multiply by bytes_per_number"),
-    )
-    for wrong, named in mistakes:
-        if torch.equal(got, wrong):
-            return named
-    return f"your result {got.tolist()} differs from the reference {expected.tolist()}"
+def _bytes_problem(got, expected, *_) -> str | None:
+    """The comparison of whole numbers: equal, with both lists shown where they are not."""
+    if not alike(got, expected):
+        return tensor_problem(got, expected, name="your result")
+    return None if torch.equal(got, expected) else \
+        f"your result {got.tolist()} differs from the reference {expected.tolist()}"
 
 
-@exercise("implement")
-def bytes_per_token(fn):
-    """Your `fn(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number)` on a table of
-    configurations (one int64 tensor per argument, one entry per configuration) against
-    `attnlab.kv_cache.bytes_per_token`. Returns `fn` when right, else the reference."""
-    return check_function(
-        fn, _bytes_reference, [tuple(_CONFIGS)], name="bytes_per_token",
-        compare=_bytes_problem,
-        success=f"matches attnlab's kv_cache.bytes_per_token on {_CONFIGS.shape[1]} "
-                "configurations",
-        hint=("count what one token leaves in the cache of one layer, then in all of them.",
-              "per layer: a key and a value for each key/value head, each of d_model / n_heads "
-              "numbers; then the layers, then the bytes of a number."))
+bytes_per_token = Implement(
+    "bytes_per_token", _bytes_reference, lambda: [tuple(_CONFIGS)], refuse=(reference_bytes,),
+    compare=_bytes_problem,
+    success=f"matches attnlab's kv_cache.bytes_per_token on {_CONFIGS.shape[1]} configurations",
+    mistakes=[
+        When(lambda got, expected, *_: isinstance(got, torch.Tensor)
+             and got.shape == expected.shape and got.is_floating_point(),
+             lambda got, expected, *_: f"your result has dtype {got.dtype}, expected "
+                                       f"{expected.dtype}: bytes are whole numbers (d_model / "
+                                       "n_heads with / gives floats; // divides whole numbers)",
+             example=lambda L, d, H, kv, size: 2 * L * kv * (d / H) * size),
+        Like(lambda L, d, H, kv, size: L * kv * (d // H) * size,
+             "the factor 2 is missing: each token stores a key AND a value"),
+        Like(lambda L, d, H, kv, size: 2 * kv * (d // H) * size,
+             "the layers are missing: every layer keeps its own keys and values"),
+        Like(lambda L, d, H, kv, size: 2 * L * H * (d // H) * size,
+             "it uses the query heads' count: the cache stores only the n_kv_heads key/value "
+             "heads"),
+        Like(lambda L, d, H, kv, size: 2 * L * kv * d * size,
+             "each key/value head holds d_model / n_heads numbers, not d_model"),
+        Like(lambda L, d, H, kv, size: 2 * L * kv * (d // H),
+             "that counts numbers, not bytes: multiply by bytes_per_number"),
+    ],
+    hint=("count what one token leaves in the cache of one layer, then in all of them.",
+          "per layer: a key and a value for each key/value head, each of d_model / n_heads "
+          "numbers; then the layers, then the bytes of a number."))
 
 
-# --- the online softmax (implement) ------------------------------------------------------------
+# --- the online softmax --------------------------------------------------------------------------
 
 def _update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
     """(m, total, acc, scores, v_block) cases: the first block after `empty_state`; a second
@@ -269,13 +251,27 @@ def _update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
     return [(*start, first, v1), (*after_first, second + 3.0, v2), (*after_first, second - 3.0, v2)]
 
 
-@exercise("implement")
-def online_update(fn, *, seconds: float | None = None):
-    """Your `fn(m, total, acc, scores, v_block) -> (m, total, acc)` against attnlab's."""
-    return check_function(
-        fn, reference_update, _update_inputs(), name="online_update", seconds=seconds,
-        hint=("when a block brings a larger score, what happens to the totals you summed "
-              "against the old max?",
-              "the new max is the larger of the old max and the block's largest score; the old "
-              "total and acc were computed against the old max, so both need the factor "
-              "exp(old max - new max) before the block's terms are added."))
+def _update(m, total, acc, scores, v_block, *, running=True, rescale=True):
+    """The update as a student may write it: right with the defaults; `running=False` takes the
+    block's max for the new max, `rescale=False` adds to the old total and acc as they are."""
+    block_max = scores.amax(dim=-1, keepdim=True)  # (..., T_q, 1)
+    m_new = torch.maximum(m, block_max) if running else block_max
+    factor = torch.exp(m - m_new) if rescale else 1.0  # (..., T_q, 1)
+    p = torch.exp(scores - m_new)  # (..., T_q, block)
+    return m_new, total * factor + p.sum(dim=-1, keepdim=True), acc * factor + p @ v_block
+
+
+def _compared(got, expected, *_) -> str:
+    """The comparison's own words: a mistake that these inputs catch but that is not named."""
+    return result_problem(got, expected)
+
+
+online_update = Implement(
+    "online_update", reference_update, _update_inputs,
+    mistakes=[Like(lambda *a: _update(*a, rescale=False), _compared),
+              Like(lambda *a: _update(*a, running=False), _compared)],
+    hint=("when a block brings a larger score, what happens to the totals you summed "
+          "against the old max?",
+          "the new max is the larger of the old max and the block's largest score; the old "
+          "total and acc were computed against the old max, so both need the factor "
+          "exp(old max - new max) before the block's terms are added."))

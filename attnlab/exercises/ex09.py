@@ -1,19 +1,13 @@
 """The exercises of notebook 09 (in-context learning and induction heads), checked.
 
 - `induction_score` (implement): a head's induction score from its attention maps, against
-  `attnlab.probes.induction_score`; scoring the previous occurrence itself instead of the token
-  after it, scoring t - 1 (the previous-token score), the first occurrence instead of the last,
-  and counting the queries whose token is new are named in the ✗ line;
-- `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens, guessed
-  before it is measured;
-- `induction_layer` (predict): which layer of the two-layer model holds the induction heads,
-  guessed before the heads are scored;
+  `attnlab.probes.induction_score`;
+- `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens;
+- `induction_layer` (predict): which layer of the two-layer model holds the induction heads;
 - `shorter_repeat` (explore): train the two-layer model on repeats of 3 to 6 tokens and report
   its loss on the repeated tokens; the check runs the same experiment (cached, so a student
   who ran it pays nothing more) and never prints the number; the loss of the model trained on
   the usual repeats and the loss on the random tokens are named.
-
-Every check prints one line (✓, ✗ or ○) and returns something the next cells can use.
 """
 from __future__ import annotations
 
@@ -21,28 +15,21 @@ import torch
 
 from ..induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
 from ..probes import induction_score as reference_score
-from ..probes import previous_occurrence
+from ..probes import previous_occurrence, previous_token_score
 from ..recipes import INDUCTION
 from ..report import fmt
-from . import (
-    as_number,
-    check_answer,
-    check_function,
-    check_prediction,
-    exercise,
-    tensor_problem,
-)
+from . import Implement, Like, Predict, as_number, check_answer, exercise
 
 # --- the induction score ---------------------------------------------------------------------
 
 
-def _score_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _score_inputs(seed: int = 9) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(weights, tokens) pairs: random causal attention maps (B, H, T, T) in float64 and token
     sequences whose first k tokens are all different and whose others repeat them, some three
     times or more (so the first and the last earlier occurrence differ). Every sequence has
     the same number of queries with an earlier occurrence, so that a mean per sequence and a
     mean over the batch agree."""
-    g = torch.Generator().manual_seed(9)
+    g = torch.Generator().manual_seed(seed)
     inputs = []
     for B, H, T, k in ((3, 2, 10, 4), (2, 3, 12, 3)):
         first = torch.stack([torch.randperm(8, generator=g)[:k] for _ in range(B)])  # (B, k)
@@ -54,87 +41,65 @@ def _score_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
     return inputs
 
 
-def _score_mistakes(weights: torch.Tensor, tokens: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
-    """The classic wrong scores for (weights, tokens), each with what to say about it."""
+def _at(weights, keys, counted):
+    """Each head's mean weight from query t to key keys[b, t], over the queries where
+    counted[b, t] (and the batch): (H,)."""
     B, H, T, _ = weights.shape
+    w = weights.gather(-1, keys.clamp(0, T - 1)[:, None, :, None].expand(B, H, T, 1))[..., 0]
+    counted = counted.to(weights.dtype)  # (B, T)
+    return (w * counted[:, None]).sum((0, 2)) / counted.sum()  # (H,)
+
+
+def _first(tokens):
+    """For each position t, the first position s < t holding the same token, or T: (B, T)."""
+    T = tokens.shape[1]
     pos = torch.arange(T)
-    same = (tokens[:, :, None] == tokens[:, None, :]) & (pos[None, :] < pos[:, None])  # (B, T, T)
-    last = previous_occurrence(tokens)  # (B, T)
-    first = torch.where(same, pos, T).amin(-1)  # (B, T)   T: none
-    counted = (last >= 0).to(weights.dtype)  # (B, T)
-
-    def mean_at(key, over):  # mean over `over` queries of each head's weight on key[b, t]
-        w = weights.gather(-1, key.clamp(0, T - 1)[:, None, :, None].expand(B, H, T, 1))[..., 0]
-        return (w * over[:, None]).sum((0, 2)) / over.sum()  # (H,)
-
-    every = torch.ones(B, T, dtype=weights.dtype)  # (B, T)
-    previous = (pos - 1).clamp(min=0).expand(B, T)  # (B, T)   key t - 1
-    return [
-        (mean_at(last, counted), "you scored the previous occurrence itself (key s); an "
-                                 "induction head reads the token AFTER it (key s + 1), the one "
-                                 "it is about to copy"),
-        (mean_at(previous, counted), "you scored key t - 1, the token right before the query: "
-                                     "that is the previous-token score"),
-        (weights.diagonal(-1, -2, -1).mean((0, -1)), "you scored key t - 1, the token right "
-                                                     "before the query: that is the "
-                                                     "previous-token score"),
-        (mean_at(first + 1, counted), "you took the first earlier occurrence of the token; take "
-                                      "the most recent one (the last s < t)"),
-        (mean_at(last + 1, every), "you counted every query, also those whose token is new "
-                                   "there (it has no previous occurrence): average over the "
-                                   "queries that have one"),
-    ]
+    earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos < pos[:, None])  # (B, T, T)
+    return torch.where(earlier, pos, T).amin(-1)
 
 
-def _score_problem(got, expected: torch.Tensor, weights, tokens) -> str | None:
-    problem = tensor_problem(got, expected, name="your score")
-    if problem is None or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-        return problem
-    for wrong, what in _score_mistakes(weights, tokens):
-        if torch.allclose(got.to(wrong.dtype), wrong, atol=1e-9):
-            return what
-    return problem
+def _had(tokens):  # (B, T): the queries whose token occurred before
+    return previous_occurrence(tokens) >= 0
 
 
-@exercise("implement")
-def induction_score(fn):
-    """Your `fn(weights, tokens)` -> (H,): each head's mean weight from query t to key s + 1,
-    s the last position before t with the same token, over the queries that have one (and the
-    batch); weights (B, H, T, T), tokens (B, T). Returns `fn` when it is right, else attnlab's
-    `induction_score`."""
-    inputs = _score_inputs()
-    return check_function(
-        fn, reference_score, inputs, name="induction_score", compare=_score_problem,
-        atol=1e-9, rtol=1e-9,
-        success=f"matches attnlab.probes.induction_score on {len(inputs)} batches of random "
-                "attention maps",
-        hint=("for every query t, first find s, the last earlier position holding the same "
-              "token; the score reads the weight on the key one place after s.",
-              "compare the tokens with each other as a (B, T, T) table, keep the pairs with "
-              "s < t, take the largest such s per query (-1 if none), gather the weights at "
-              "s + 1 and average them over the queries that have an s."))
+PREVIOUS_TOKEN = "you scored key t - 1, the token right before the query: that is the " \
+                 "previous-token score"
+
+induction_score = Implement(
+    "induction_score", reference_score, _score_inputs, what="your score",
+    view=lambda score, *_: score.double(),  # a float32 score is named by its mistake too
+    success="matches attnlab.probes.induction_score on 2 batches of random attention maps",
+    mistakes=[
+        Like(lambda w, t: _at(w, previous_occurrence(t), _had(t)),
+             "you scored the previous occurrence itself (key s); an induction head reads the "
+             "token AFTER it (key s + 1), the one it is about to copy"),
+        Like(lambda w, t: _at(w, (torch.arange(t.shape[1]) - 1).expand_as(t), _had(t)),
+             PREVIOUS_TOKEN),
+        Like(lambda w, t: previous_token_score(w), PREVIOUS_TOKEN),
+        Like(lambda w, t: _at(w, _first(t) + 1, _had(t)),
+             "you took the first earlier occurrence of the token; take the most recent one (the "
+             "last s < t)"),
+        Like(lambda w, t: _at(w, previous_occurrence(t) + 1, torch.ones_like(t)),
+             "you counted every query, also those whose token is new there (it has no previous "
+             "occurrence): average over the queries that have one"),
+    ],
+    hint=("for every query t, first find s, the last earlier position holding the same "
+          "token; the score reads the weight on the key one place after s.",
+          "compare the tokens with each other as a (B, T, T) table, keep the pairs with "
+          "s < t, take the largest such s per query (-1 if none), gather the weights at "
+          "s + 1 and average them over the queries that have an s."))
 
 
-# --- the predictions ---------------------------------------------------------------------------
+one_layer_loss = Predict(
+    "one_layer_loss", tolerance=0.4, digits=2, example=2.7,
+    lesson="One layer can favour the tokens it has already seen in the sequence (below "
+           "ln 32 = 3.47), but it cannot tell which one comes next: that takes two steps.")
 
-@exercise("predict", args=(2.7,))
-def one_layer_loss(guess, measured: float):
-    """Your guess of the one-layer model's loss (nats) on the repeated tokens, against the
-    measured one; right within 0.4 nats."""
-    return check_prediction(
-        guess, measured, name="one_layer_loss", tolerance=0.4, digits=2,
-        lesson="One layer can favour the tokens it has already seen in the sequence (below "
-               "ln 32 = 3.47), but it cannot tell which one comes next: that takes two steps.")
-
-
-@exercise("predict", args=(2,))
-def induction_layer(guess, measured: int):
-    """Your guess (1 or 2) of the layer whose heads have the highest induction score."""
-    return check_prediction(
-        guess, measured, name="induction_layer", tolerance=0.0, digits=0,
-        lesson="The induction head matches its query with a key that says which token came "
-               "before that key; only a layer below can have written that into the key's "
-               "position.")
+induction_layer = Predict(
+    "induction_layer", tolerance=0.0, digits=0, example=2,
+    lesson="The induction head matches its query with a key that says which token came "
+           "before that key; only a layer below can have written that into the key's "
+           "position.")
 
 
 # --- explore: a shorter repeat -------------------------------------------------------------------

@@ -8,11 +8,11 @@ student's variable holds, in grading mode (`attnlab.exercises._grading`):
 
 - nothing is printed and no kernel state is written or read as a verdict: the check's line
   comes back as (mark, check name, message);
-- an *implement* check draws its inputs from the grader's secret seed (`check_function(...,
-  fresh=)`), so the student's function must compute numbers it has not seen; its other
+- an *implement* check draws its inputs from the grader's secret seed (`Implement`'s
+  `inputs(seed=...)`), so the student's function must compute numbers it has not seen; its other
   arguments are the ones the check registered (`@exercise(args=...)`), not the kernel's;
 - the reference is computed first, then refuses to run while the student's function is called
-  (`_refusing`): attnlab's function, or a thin wrapper around it, earns no point;
+  (`refusing`): attnlab's function, or a thin wrapper around it, earns no point;
 - an *explore* answer is judged by the check's own rule on the values the notebook passed;
 - a *prediction* earns its point when a readable guess is there at the check's cell and was not
   written after the check had shown the measurement.
