@@ -12,6 +12,9 @@ from attnlab import data, recipes
 from attnlab.sentiment import token_states
 from attnlab.train import evaluate
 
+# The app builds (trains) its default models from nothing first: make test-all.
+pytestmark = pytest.mark.integration
+
 ANSWERS = (*data.LABELS, app_module.UNSURE)
 
 NASTY = {

@@ -116,6 +116,7 @@ def test_no_command_prints_help(capsys):
     assert code == 2 and any("doctor" in line for line in lines)
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_python_m_attnlab_doctor_runs(tmp_path, monkeypatch):
     """The real registry, in a subprocess: one line per asset, and the exit code agrees."""
     use_shared_assets(monkeypatch)

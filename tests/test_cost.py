@@ -115,6 +115,7 @@ def test_the_measures_refuse_what_is_not_callable():
         cost.count_flops("not callable")
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_peak_memory_keeps_stderr_clean():
     """The notebook must not print the profiler's start/stop log lines on stderr."""
     code = ("import torch; from attnlab import cost; "

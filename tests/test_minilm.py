@@ -70,6 +70,7 @@ def test_is_built_from_attnlabs_own_encoder_blocks(minilm):
     assert not minilm.training
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_needs_neither_transformers_nor_sentence_transformers():
     code = ("import sys, attnlab; m = attnlab.load_minilm(); m.encode(['x']); "
             "print([k for k in sys.modules "

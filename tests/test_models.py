@@ -146,6 +146,7 @@ def _float64_weights_digest() -> str:
     return h.hexdigest()
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_float64_initial_weights_are_the_same_on_the_portable_kernels():
     """The reason the notebooks train in float64: the same initial weights on any CPU. PyTorch's
     portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""

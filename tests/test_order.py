@@ -1,5 +1,6 @@
 """A cell run out of order says which cell to run first (issue 28), in a real kernel."""
 import nbformat
+import pytest
 from helpers import ROOT
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -18,6 +19,7 @@ def test_first_maker_finds_the_cell_that_binds_a_name_at_its_top_level():
     assert order.first_maker("PAD", cells) is None  # a typo keeps Python's own traceback
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_a_kernel_names_the_cell_to_run_first_and_the_cell_still_fails(tmp_path, monkeypatch):
     nb = new_notebook(cells=[
         new_code_cell("import attnlab.exercises"),
@@ -63,6 +65,7 @@ def test_a_cell_run_before_the_import_cell_after_a_restart_gets_the_same_message
     assert "Traceback" not in shown
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_running_03s_training_cell_again_trains_the_same_model_not_more_of_it():
     """Issue 28: a student who runs the training cell twice must see the same curve twice,
     the one the prose beside it describes, not a model trained for twice the epochs."""

@@ -93,6 +93,7 @@ def test_every_public_function_returns_from_a_plain_process():
     assert "every function returned" in run(EVERY_FUNCTION, timeout=300)
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_one_thread_forks_and_no_fork_runs_in_turn():
     need("mobilenet_v2_0.35")
     out = run(ONE_THREAD_THEN_NO_FORK, timeout=120)
@@ -100,6 +101,7 @@ def test_one_thread_forks_and_no_fork_runs_in_turn():
         assert out.startswith("forked")  # two cores: the notebooks' way really forked
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 def test_a_fork_under_a_live_thread_pool_is_an_error_not_a_hang():
     """The hang itself, made on purpose (parallel_map told the caller runs one thread while the

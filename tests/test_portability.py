@@ -178,6 +178,7 @@ print("memory:", grade.limit_memory(1))
 """
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_as_on_windows_under_an_ascii_locale_a_check_stops_an_endless_loop_and_goes_on(tmp_path):
     """No SIGALRM: the call runs in a thread, is stopped after its time (the thread too), and the
     next check answers; a console that cannot show ✓ shows ?, and no check raises."""

@@ -161,6 +161,7 @@ def test_resize_is_the_bilinear_resize_in_whole_numbers():
                                    msg=lambda m, size=(n_in, n_out): f"{size}: {m}")
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_embeddings_are_the_same_bits_on_the_portable_kernels(images):
     """The resize and the pooling are written so that no kernel's summation order enters them:
     ATen's portable kernels give the same bits. The convolutions (oneDNN) need not: an Intel

@@ -13,6 +13,7 @@ HEADER = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n"
           "#     language: python\n#     name: python3\n# ---\n\n")
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_runs_in_order_reports_failures_and_writes_the_sites_pages(tmp_path, monkeypatch,
                                                                     capsys):
     (tmp_path / "01_ok.py").write_text(HEADER + "# %% [markdown]\n# # Six times seven\n"
@@ -56,6 +57,7 @@ def test_notebook_lists_ignore_the_student_edition(tmp_path, monkeypatch):
     assert series.notebook_stems() == ["01_a"]
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_figures_drawn_in_the_runners_kernels_record_their_smallest_text(tmp_path):
     """In a kernel the runner starts, each figure's PNG carries its smallest drawn font size in
     PNG pixels: size in points x dpi / 72, ticks outside the view and hidden texts not counted."""
@@ -91,6 +93,7 @@ def test_text_chunks_are_added_once_and_read_back():
         figures.text_chunks(b"GIF89a")
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_the_tools_take_a_notebooks_folder_and_refuse_one_without_notebooks(
         tmp_path, monkeypatch, capsys):
     """An installed attnlab has no checkout: the tools read the folder they are given, or the

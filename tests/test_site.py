@@ -374,6 +374,7 @@ def _deck_text(page: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_no_deck_projects_an_answer_to_a_predict_question(series_decks):
     """Every predict exercise of every deck: the instructor's guess is on no slide, and the
     measurement is on a later slide than the question."""

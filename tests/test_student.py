@@ -161,6 +161,7 @@ def test_main_writes_every_notebook_or_none_when_a_marker_is_wrong(tmp_path, mon
 
 # ----------------------------------------------------------------------------- the comparison
 
+@pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_make_test_runs_the_student_edition_under_nbval_against_the_full_editions_outputs(
         tmp_path):
     """The collector in tests/conftest.py, run by pytest on small notebooks: a cell that prints
