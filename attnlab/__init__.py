@@ -10,6 +10,7 @@ from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
 from .data import load_fashion_mnist
 from .embeddings import embed_images
 from .generation import sample_next
+from .hooks import attention_maps, run_with_maps
 from .minilm import load_minilm
 from .models import TinyTransformer
 from .probes import uniform_attention
@@ -20,7 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "scaled_dot_product_attention", "MultiHeadAttention", "causal_mask", "rotary",
-    "uniform_attention", "sample_next", "EncoderBlock", "DecoderBlock", "PositionalEncoding",
+    "attention_maps", "run_with_maps", "uniform_attention", "sample_next", "EncoderBlock",
+    "DecoderBlock", "PositionalEncoding",
     "TinyTransformer", "load_minilm", "load_fashion_mnist", "embed_images", "SentimentApp",
     "seed_everything", "seed_of",
 ]

@@ -46,6 +46,7 @@ from . import data, recipes
 from .assets import ASSETS
 from .checks import check_bool, check_str
 from .data import LABELS, Vocab
+from .hooks import attention_maps
 from .minilm import MiniLM, Tokenized, load_minilm
 from .repro import series_seed
 from .sentiment import (
@@ -215,7 +216,7 @@ def read_tiny(tiny, text: str) -> tuple[dict, list[str]]:
     x = vocab.encode_batch([text], max_len=model.max_len)  # (1, T)
     p = model.predict_proba(x)[0]  # (2,)
     T = len(kept)
-    attention = model.attention_maps(x)[-1][0].mean(0)[:T, :T]  # (T, T)   mean of the heads
+    attention = attention_maps(model, x)[-1][0].mean(0)[:T, :T]  # (T, T)   mean of the heads
     received = attention.mean(0).numpy() if T else np.zeros(0)  # (T,)   mean over queries
     knows = any(w in SENTIMENT_WORDS for w in kept)
     return _reading(p, kept, received, {w for w in kept if w not in vocab.stoi},

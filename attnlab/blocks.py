@@ -59,17 +59,13 @@ class EncoderBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d_model, eps=norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
-        """x (B, T, d_model) -> (B, T, d_model), plus the attention weights (B, H, T, T)."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_model) -> (B, T, d_model). (Its weights: `attnlab.attention_maps`.)"""
         if self.norm == "post":
-            a, weights = self.attn(x, mask)  # (B, T, d), (B, H, T, T)
-            x = self.norm1(x + a)
-            x = self.norm2(x + self.ff(x))
-        else:
-            a, weights = self.attn(self.norm1(x), mask)
-            x = x + a
-            x = x + self.ff(self.norm2(x))
-        return x, weights  # (B, T, d_model), (B, H, T, T)
+            x = self.norm1(x + self.attn(x, mask)[0])  # (B, T, d_model)
+            return self.norm2(x + self.ff(x))
+        x = x + self.attn(self.norm1(x), mask)[0]
+        return x + self.ff(self.norm2(x))
 
 
 class DecoderBlock(nn.Module):
@@ -98,14 +94,14 @@ class DecoderBlock(nn.Module):
         self.norm3 = nn.LayerNorm(d_model, eps=norm_eps)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
-                mask: torch.Tensor | None = None):
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, d_model); context (B, S, d_model), the encoder's output (needed when the block
         has cross-attention, refused when it has none). `mask` (default: `causal_mask(T)`)
         broadcasts to (B, H, T, T): pass a padding mask combined with the causal one, or an
         all-True mask to show what the causal mask prevents.
 
-        Returns x (B, T, d_model), the self-attention weights (B, H, T, T) and the
-        cross-attention weights (B, H, T, S) (None without cross-attention).
+        Returns x (B, T, d_model). (Its weights: `attnlab.attention_maps`, `where="cross_attn"`
+        for the cross-attention's.)
         """
         if (context is None) != (self.cross_attn is None):
             raise ValueError("this block has cross-attention: pass context (B, S, d_model)"
@@ -114,22 +110,16 @@ class DecoderBlock(nn.Module):
                              "None")
         if mask is None:
             mask = causal_mask(x.shape[1], device=x.device)  # (T, T)
-        cross, cross_weights = self.cross_attn, None
+        cross = self.cross_attn
         if self.norm == "post":
-            a, self_weights = self.self_attn(x, mask)  # (B, T, d), (B, H, T, T)
-            x = self.norm1(x + a)
+            x = self.norm1(x + self.self_attn(x, mask)[0])  # (B, T, d_model)
             if cross is not None:
-                c, cross_weights = cross(x, context=context)  # (B, T, d), (B, H, T, S)
-                x = self.norm2(x + c)
-            x = self.norm3(x + self.ff(x))
-        else:
-            a, self_weights = self.self_attn(self.norm1(x), mask)
-            x = x + a
-            if cross is not None:
-                c, cross_weights = cross(self.norm2(x), context=context)
-                x = x + c
-            x = x + self.ff(self.norm3(x))
-        return x, self_weights, cross_weights
+                x = self.norm2(x + cross(x, context=context)[0])  # reads the context (B, S, d)
+            return self.norm3(x + self.ff(x))
+        x = x + self.self_attn(self.norm1(x), mask)[0]
+        if cross is not None:
+            x = x + cross(self.norm2(x), context=context)[0]
+        return x + self.ff(self.norm3(x))
 
 
 class SwiGLU(nn.Module):
@@ -172,16 +162,15 @@ class LlamaBlock(nn.Module):
         self.ff = SwiGLU(d_model, d_ff)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor,
-                cache=None):
+                cache=None) -> torch.Tensor:
         """x (B, T, d_model) at `positions` (T,); `mask` (T, S) over the S keys (the cached
         ones and these T); `cache` a `KVCache` that these keys and values join (None: S = T).
-        Returns x (B, T, d_model) and the attention weights (B, H, T, S)."""
+        Returns x (B, T, d_model)."""
         q, k, v = self.attn.project(self.norm1(x), positions=positions)  # (B,H,T,D), (B,Hkv,T,D)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H_kv, S, D) each: the past and these T
-        a, weights = self.attn.attend(q, k, v, mask)  # (B, T, d), (B, H, T, S)
-        h = x + a
-        return h + self.ff(self.norm2(h)), weights
+        h = x + self.attn.attend(q, k, v, mask)[0]  # (B, T, d_model)
+        return h + self.ff(self.norm2(h))
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .checks import check_bool, check_int, check_number, check_tensor
+from .hooks import run_with_maps
 from .models import DecoderOnly, EncoderDecoder, eval_mode
 from .probes import future_share
 from .recipes import REVERSER, SORTER
@@ -253,8 +254,7 @@ def evaluate_sorter(model: DecoderOnly, seqs: torch.Tensor) -> dict:
     - `future`: the share of attention weight that queries put on later positions (mean over
       blocks, heads, queries and sequences).
     """
-    with eval_mode(model):
-        logits, maps = model.run(seqs[:, :-1])  # (B, 2L + 1, V), [(B, H, T, T)]
+    logits, maps = run_with_maps(model, seqs[:, :-1])  # (B, 2L + 1, V), [(B, H, T, T)]
     per_token = nn.functional.cross_entropy(logits.transpose(1, 2), seqs[:, 1:],
                                             reduction="none")  # (B, 2L + 1)
     answer = seqs[:, LENGTH + 2:]  # (B, L)   the sorted digits

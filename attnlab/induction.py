@@ -125,10 +125,9 @@ class AttentionOnlyLayer(nn.Module):
         super().__init__()
         self.attn = MultiHeadAttention(d_model, n_heads)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model) -> x + attention (B, T, d_model), and the weights (B, H, T, T)."""
-        out, weights = self.attn(x, causal_mask(x.shape[1], device=x.device))
-        return x + out, weights
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d_model) -> x + attention (B, T, d_model)."""
+        return x + self.attn(x, causal_mask(x.shape[1], device=x.device))[0]
 
 
 class AttentionOnly(nn.Module):
@@ -159,25 +158,12 @@ class AttentionOnly(nn.Module):
             self.embed.tokens.weight.mul_(embed_std * d_model ** 0.5)
             self.embed.pos.table.mul_(embed_std / LEARNED_POSITION_STD)
 
-    def run(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Next-token logits (B, T, vocab) for token ids x (B, T), and the attention maps, one
-        (B, H, T, T) per layer."""
-        h = self.embed(x)  # (B, T, d_model)
-        maps = []
-        for layer in self.layers:
-            h, weights = layer(h)  # (B, T, d_model), (B, H, T, T)
-            maps.append(weights)
-        return self.unembed(h), maps  # (B, T, vocab)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, T) token ids -> next-token logits (B, T, vocab)."""
-        return self.run(x)[0]
-
-    @torch.no_grad()
-    def attention_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """One (B, H, T, T) attention weight tensor per layer (eval mode, no gradients)."""
-        with eval_mode(self):
-            return self.run(x)[1]
+        h = self.embed(x)  # (B, T, d_model)
+        for layer in self.layers:
+            h = layer(h)  # (B, T, d_model)
+        return self.unembed(h)  # (B, T, vocab)
 
 
 def token_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,7 @@ from .blocks import LlamaBlock
 from .checks import check_int, check_number, check_str, check_tensor
 from .generation import sample_next
 from .gguf import GGUF
+from .hooks import attention_maps, run_with_maps
 from .kv_cache import KVCache
 from .models import eval_mode
 from .probes import induction_score, previous_occurrence, previous_token_score
@@ -104,10 +105,8 @@ class Llama(nn.Module):
         like = self.embed.weight.new_empty(check_int("batch", batch, minimum=1), 0)
         return [KVCache.for_layer(b.attn, like, max_len) for b in self.blocks]
 
-    def run(self, ids: torch.Tensor, caches: list[KVCache] | None = None, *,
-            maps: bool = False):
-        """ids (B, T) -> logits (B, T, vocab), and with `maps` each layer's attention weights
-        (B, H, T, S) (30 of them take memory: kept only when asked for).
+    def run(self, ids: torch.Tensor, caches: list[KVCache] | None = None) -> torch.Tensor:
+        """ids (B, T) -> logits (B, T, vocab).
 
         Without caches the T tokens are a whole sequence (S = T, causal mask). With them, the
         tokens come after the len(caches[0]) already cached ones (S = that + T): their keys and
@@ -129,22 +128,17 @@ class Llama(nn.Module):
         positions = torch.arange(start, start + T)  # (T,)
         mask = torch.ones(T, start + T, dtype=torch.bool).tril(start)  # (T, S) key j <= start+i
         x = self.embed(ids)  # (B, T, d_model)
-        kept = []
         for i, block in enumerate(self.blocks):
-            x, w = block(x, positions, mask, None if caches is None else caches[i])
-            if maps:
-                kept.append(w)  # (B, H, T, S)
-        logits = F.linear(self.norm(x), self.embed.weight)  # (B, T, vocab): tied output layer
-        return logits, kept
+            x = block(x, positions, mask, None if caches is None else caches[i])  # (B, T, d)
+        return F.linear(self.norm(x), self.embed.weight)  # (B, T, vocab): tied output layer
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.run(ids)[0]
+        return self.run(ids)
 
-    @torch.no_grad()
     def attention_maps(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's attention weights on ids (B, T): a list of (B, H, T, T)."""
-        with eval_mode(self):
-            return self.run(ids, maps=True)[1]
+        """Every layer's attention weights on ids (B, T), a list of (B, H, T, T):
+        `attnlab.attention_maps(model, ids)`, kept as a method of the public API."""
+        return attention_maps(self, ids)
 
 
 class BPETokenizer:
@@ -242,7 +236,7 @@ def generate(model: Llama, ids: torch.Tensor, steps: int, *, temperature: float 
         seq, new = ids, ids
         done = torch.zeros(ids.shape[0], dtype=torch.bool)  # (B,)
         for _ in range(steps):
-            logits = model.run(new, caches)[0][:, -1] if cache else model(seq)[:, -1]  # (B, V)
+            logits = model.run(new, caches)[:, -1] if cache else model(seq)[:, -1]  # (B, V)
             token = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
             seq = torch.cat([seq, token[:, None]], dim=1)  # (B, T + 1)
             new = token[:, None]  # (B, 1): with a cache, only the new token runs next
@@ -282,7 +276,7 @@ def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = T
     losses, sums, counted = [], {}, 0
     with eval_mode(model):
         for part in ids.split(batch):
-            logits, maps = model.run(part, maps=scores)  # (b, T, V), n_layers x (b, H, T, T)
+            logits, maps = run_with_maps(model, part) if scores else (model(part), [])  # (b,T,V)
             logits = logits[:, :-1]  # (b, T - 1, V): position t predicts token t + 1
             target = logits.gather(-1, part[:, 1:, None])[..., 0]  # (b, T - 1)
             norm = torch.cat([c.logsumexp(-1) for c in logits.split(16, dim=1)], 1)  # (b, T - 1)
@@ -318,7 +312,7 @@ def blocks_replaced(model: Llama, block: Callable[[LlamaBlock, torch.Tensor], to
         if cache is not None or (len(positions) and int(positions[0]) != 0):
             raise ValueError("these blocks run whole sequences from position 0, not one "
                              "decoding step: call llama.generate(..., cache=False)")
-        return block(layer, x), None
+        return block(layer, x)
 
     for layer in model.blocks:
         layer.forward = types.MethodType(whole, layer)  # an instance attribute: nn.Module calls it

@@ -27,6 +27,7 @@ from torch.nn import functional as F
 from . import assets
 from .blocks import EncoderBlock
 from .checks import check_int, check_str
+from .hooks import attention_maps
 from .repro import nudge
 
 #: the three files of the model, as `attnlab.assets` names them
@@ -155,18 +156,16 @@ class MiniLM(nn.Module):
     # -- the network ------------------------------------------------------------------------
     def forward(self, ids: torch.Tensor, keep: torch.Tensor):
         """ids (B, T) word-piece ids, keep (B, T) bool (False = padding).
-        Returns the last layer's token vectors (B, T, d) and each layer's attention weights,
-        a list of (B, heads, T, T)."""
+        Returns the last layer's token vectors (B, T, d). (Its weights:
+        `attnlab.attention_maps(minilm, ids, keep)`.)"""
         T = ids.shape[1]
         x = self.word(ids) + self.position.weight[:T] + self.token_type.weight[0]  # (B, T, d)
         x = self.embed_norm(x)  # (B, T, d)
         # (B, 1, 1, T): every query may attend to every real token; no padding, no mask needed
         mask = None if bool(keep.all()) else keep[:, None, None, :]
-        maps = []
         for block in self.blocks:
-            x, weights = block(x, mask)  # (B, T, d), (B, H, T, T)
-            maps.append(weights)
-        return x, maps
+            x = block(x, mask)  # (B, T, d)
+        return x
 
     @staticmethod
     def pool(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -191,18 +190,17 @@ class MiniLM(nn.Module):
         for start in range(0, len(order), batch_size):
             idx = order[start: start + batch_size]
             batch = self._pad([encodings[i] for i in idx])
-            hidden, _ = self(batch.ids, batch.keep)  # (b, T, d)
+            hidden = self(batch.ids, batch.keep)  # (b, T, d)
             out[idx] = self.pool(hidden, batch.keep)  # (b, d)
         return nudge(out)  # as computed, unless make test-portable moves it by one ulp
 
-    @torch.no_grad()
     def attention_maps(self, sentence: str):
-        """The word pieces of one sentence and every layer's attention weights:
-        (tokens, [ (1, heads, T, T) for each layer ]), the layout bertviz uses.
-        Row i of a head's (T, T) matrix is how token i spreads its attention; it sums to 1."""
+        """The word pieces of one sentence beside every layer's attention weights, read by
+        `attnlab.attention_maps`: (tokens, [ (1, heads, T, T) for each layer ]), the layout
+        bertviz uses. Row i of a head's (T, T) matrix is how token i spreads its attention; it
+        sums to 1."""
         batch = self.tokenize([check_str("sentence", sentence)])
-        _, maps = self(batch.ids, batch.keep)  # list of (1, H, T, T)
-        return batch.tokens[0], maps
+        return batch.tokens[0], attention_maps(self, batch.ids, batch.keep)
 
     def extra_repr(self) -> str:
         c = self.config

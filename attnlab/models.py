@@ -6,38 +6,23 @@
   cross-attention -> a linear head over the vocabulary.
 - `EncoderDecoder`: the original Transformer's shape, small (notebook 07).
 
-One convention for attention maps: every model's `attention_maps(...)` returns a list with one
-(B, H, T, S) weight tensor per layer, computed in eval mode without gradients, by the same code
-as the forward pass. Every model takes `positions` ("learned", "sinusoidal", "rotary" or "none")
-and `dtype`: `torch.float64` draws the initial weights in float64 (`draw_float64`), which is what
-the notebooks train, so their printed results come out the same on any CPU.
+A model returns tensors; its attention maps come from `attnlab.attention_maps(model, *inputs)`,
+the same for every model of the series. Every model takes `positions` ("learned", "sinusoidal",
+"rotary" or "none") and `dtype`: `torch.float64` draws the initial weights in float64
+(`draw_float64`), which is what the notebooks train, so their printed results come out the same
+on any CPU.
 """
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
 from .checks import check_bool, check_choice, check_int, check_tensor
+from .hooks import eval_mode
 
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 LEARNED_POSITION_STD = 0.02  # the std at which PositionalEncoding("learned") draws its table
-
-
-@contextmanager
-def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
-    """`with eval_mode(model):` runs the body in eval mode (dropout off) and puts the model back
-    in the mode it was in afterwards, also when the body raises: reading a model's predictions or
-    attention must not silently switch a model that is being trained out of training mode."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
 
 
 class Embedding(nn.Module):
@@ -150,48 +135,29 @@ class TinyTransformer(nn.Module):
         if dtype == torch.float64:
             draw_float64(self)
 
-    def encode(self, x: torch.Tensor, attend: torch.Tensor | None = None):
-        """Token states and attention maps.
-
-        x: (B, T) token ids. attend: optional (B, T) bool, False = no query may attend to this
-        token (an intervention; padding is always hidden anyway). Returns the states (B, T, d)
-        after the last block and a list with one (B, H, T, T) weight tensor per layer.
-        """
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T) token ids -> the states (B, T, d) after the last block. Padding is hidden as
+        a key; to hide more, `attnlab.probes.hide_key(model, keys=...)`."""
         h = self.embed(x)  # (B, T, d)   token vector (+ position vector)
-        if attend is not None and check_tensor("attend", attend).shape != x.shape:
-            raise ValueError(f"attend must be a bool tensor shaped like x {tuple(x.shape)}, "
-                             f"got shape {tuple(attend.shape)}")
-        visible = x != self.pad_id  # (B, T)   real tokens
-        if attend is not None:
-            visible = visible & attend.bool()
-        mask = visible[:, None, None, :]  # (B, 1, 1, T)   broadcast over heads and queries
-        maps = []
+        mask = (x != self.pad_id)[:, None, None, :]  # (B, 1, 1, T)   real keys, for every query
         for block in self.blocks:
-            h, weights = block(h, mask)  # (B, T, d), (B, H, T, T)
-            maps.append(weights)
+            h = block(h, mask)  # (B, T, d)
         if self.final_norm is not None:  # a pre-norm stack ends with a LayerNorm
             h = self.final_norm(h)
-        return h, maps
+        return h
 
-    def forward(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Class logits (B, n_classes): the mean of the real tokens' states, then the head."""
-        h, _ = self.encode(x, attend)  # (B, T, d)
+        h = self.encode(x)  # (B, T, d)
         real = (x != self.pad_id).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
         pooled = (h * real).sum(1) / real.sum(1).clamp(min=1.0)  # (B, d)   masked mean
         return self.head(pooled)  # (B, n_classes)
 
     @torch.no_grad()
-    def attention_maps(self, x: torch.Tensor,
-                       attend: torch.Tensor | None = None) -> list[torch.Tensor]:
-        """One (B, H, T, T) attention-weight tensor per layer (eval mode, no gradients)."""
-        with eval_mode(self):
-            return self.encode(x, attend)[1]
-
-    @torch.no_grad()
-    def predict_proba(self, x: torch.Tensor, attend: torch.Tensor | None = None) -> torch.Tensor:
+    def predict_proba(self, x: torch.Tensor) -> torch.Tensor:
         """Class probabilities (B, n_classes) (eval mode, no gradients)."""
         with eval_mode(self):
-            return torch.softmax(self(x, attend), dim=-1)
+            return torch.softmax(self(x), dim=-1)
 
 
 class DecoderOnly(nn.Module):
@@ -221,29 +187,17 @@ class DecoderOnly(nn.Module):
         if dtype == torch.float64:
             draw_float64(self)
 
-    def run(self, x: torch.Tensor, mask: torch.Tensor | None = None):
-        """Next-token logits (B, T, vocab_size) and the self-attention maps, one (B, H, T, T) per
-        block. `mask` replaces the causal mask (default: causal, or all-True if not `causal`)."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T) token ids -> next-token logits (B, T, vocab_size). `mask` replaces the
+        causal mask (default: causal, or all-True if not `causal`)."""
         h = self.embed(x)  # (B, T, d_model)
         if mask is None and not self.causal:
             mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device)
-        maps = []
         for block in self.blocks:
-            h, weights, _ = block(h, mask=mask)  # (B, T, d_model), (B, H, T, T)
-            maps.append(weights)
+            h = block(h, mask=mask)  # (B, T, d_model)
         if self.final_norm is not None:
             h = self.final_norm(h)
-        return self.head(h), maps  # (B, T, vocab_size)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, T) token ids -> next-token logits (B, T, vocab_size)."""
-        return self.run(x, mask)[0]
-
-    @torch.no_grad()
-    def attention_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """One (B, H, T, T) self-attention weight tensor per block (eval mode, no gradients)."""
-        with eval_mode(self):
-            return self.run(x)[1]
+        return self.head(h)  # (B, T, vocab_size)
 
 
 class EncoderDecoder(nn.Module):
@@ -272,30 +226,17 @@ class EncoderDecoder(nn.Module):
         position sees every other."""
         h = self.src_embed(src, "src")  # (B, S, d_model)
         for block in self.encoder:
-            h, _ = block(h)
+            h = block(h)
         return h
 
-    def run(self, tgt: torch.Tensor, memory: torch.Tensor):
-        """Next-token logits (B, T, tgt_vocab) for the target so far, reading `memory`
-        (B, S, d_model) from `encode`, and the cross-attention maps, one (B, H, T, S) per block."""
-        h = self.tgt_embed(tgt, "tgt")  # (B, T, d_model)
-        maps = []
-        for block in self.decoder:
-            h, _, cross = block(h, memory)  # (B, T, d_model), (B, H, T, S)
-            maps.append(cross)
-        return self.head(h), maps  # (B, T, tgt_vocab)
-
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        """tgt (B, T) token ids so far, memory (B, S, d_model) -> logits (B, T, tgt_vocab)."""
-        return self.run(tgt, memory)[0]
+        """tgt (B, T) token ids so far, memory (B, S, d_model) from `encode` -> next-token
+        logits (B, T, tgt_vocab); each block reads `memory` through cross-attention."""
+        h = self.tgt_embed(tgt, "tgt")  # (B, T, d_model)
+        for block in self.decoder:
+            h = block(h, memory)  # (B, T, d_model)
+        return self.head(h)  # (B, T, tgt_vocab)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: the logits for every target position at once, (B, T, tgt_vocab)."""
         return self.decode(tgt, self.encode(src))
-
-    @torch.no_grad()
-    def attention_maps(self, src: torch.Tensor, tgt: torch.Tensor) -> list[torch.Tensor]:
-        """The cross-attention weights, one (B, H, T, S) tensor per decoder block: which source
-        position each target position reads (eval mode, no gradients)."""
-        with eval_mode(self):
-            return self.run(tgt, self.encode(src))[1]

@@ -8,35 +8,14 @@ and a random token as base rate).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_tensor
-from .hooks import HookPoint
-
-
-@contextmanager
-def hooked(*edits) -> Iterator[None]:
-    """Within the block, each (hook point, fn) pair of `edits` is in force: fn(tensor) returns
-    the tensor that flows on from that point of a `MultiHeadAttention` (`hook_values`,
-    `hook_mask`, `hook_scores`, `hook_weights`, `hook_heads`; see `MultiHeadAttention.attend`).
-    Every intervention below is a few lines on top of this."""
-    handles = []
-    try:
-        for point, fn in edits:
-            if not isinstance(point, HookPoint):
-                raise TypeError(f"each edit is (hook point, fn), the point one of a "
-                                f"MultiHeadAttention's (e.g. attn.hook_weights), got "
-                                f"{type(point).__name__}")
-            handles.append(point.register_forward_hook(lambda m, inputs, x, fn=fn: fn(x)))
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+from .hooks import hooked
 
 
 def attention_layers(*modules: nn.Module) -> list[MultiHeadAttention]:

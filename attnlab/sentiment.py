@@ -70,7 +70,7 @@ def token_states(encoder: MiniLM, sentences, batch_size: int = 64) -> torch.Tens
         rows = slice(start, start + batch_size)
         keep = batch.keep[rows]  # (b, T)
         used = int(keep.sum(1).max())  # this batch's longest text
-        hidden, _ = encoder(batch.ids[rows, :used], keep[:, :used])  # (b, used, 384)
+        hidden = encoder(batch.ids[rows, :used], keep[:, :used])  # (b, used, 384)
         words = keep[:, :used].clone()  # (b, used)
         words[:, 0] = False  # [CLS]
         words[torch.arange(len(words)), keep.sum(1) - 1] = False  # [SEP]
@@ -233,7 +233,7 @@ def encode_without_key(encoder: MiniLM, sentences, position: int | None = None, 
     batch = encoder.tokenize(sentences)
     hide = _hidden_keys(batch, position, word_index)  # (N, T)   True = taken out as a key
     with hide_key(encoder, keys=hide, how=how):
-        hidden, _ = encoder(batch.ids, batch.keep)  # (N, T, 384)
+        hidden = encoder(batch.ids, batch.keep)  # (N, T, 384)
     return encoder.pool(hidden, batch.keep)  # (N, 384)   pooled over the same real tokens
 
 

@@ -112,34 +112,23 @@ class OddOneOut(nn.Module):
         is learned, so training computes it once for all images)."""
         return (self.norm(x.to(self.basis.dtype)) - self.centre) @ self.basis
 
-    def attend(self, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """reduced features (B, S, k) -> scores (B, S) and attention weights (B, H, S, S)."""
-        h, weights = self.block(self.embed(r))          # (B, S, d_model), (B, H, S, S)
-        return self.score(h).squeeze(-1), weights       # (B, S)
+    def attend(self, r: torch.Tensor) -> torch.Tensor:
+        """reduced features (B, S, k) -> scores (B, S)."""
+        return self.score(self.block(self.embed(r))).squeeze(-1)  # (B, S)
 
-    def run(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, S, d_in) -> scores (B, S) and the attention weights (B, H, S, S)."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, S, d_in) -> one score per image (B, S); the odd image should score highest."""
         check_tensor("x", x)
         if x.dim() != 3 or x.shape[-1] != self.d_in:
             raise ValueError(f"x must be a batch of sets of features (B, S, {self.d_in}), "
                              f"got shape {tuple(x.shape)}")
         return self.attend(self.reduce(x))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, S, d_in) -> one score per image (B, S); the odd image should score highest."""
-        return self.run(x)[0]
-
     def score_sets(self, features: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
         """The scores of sets given as rows of one feature table: features (N, d_in), members
         (B, S) indices -> (B, S). The same as `self(features[members])`, with each image
         reduced once instead of once per set it is in."""
-        return self.attend(self.reduce(features)[members])[0]  # (B, S)
-
-    @torch.no_grad()
-    def attention_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """[weights (B, H, S, S)]: one tensor per layer, as every attnlab model returns them."""
-        with eval_mode(self):
-            return [self.run(x)[1]]
+        return self.attend(self.reduce(features)[members])  # (B, S)
 
 
 def _features(features) -> torch.Tensor:
@@ -181,7 +170,7 @@ def train_odd_one_out(features, members: torch.Tensor, odd: torch.Tensor, *, see
 
     def loss_fn(model, batch):
         sets, odd_b = batch                                  # (b, S) image indices, (b,)
-        scores, _ = model.attend(reduced[sets])              # (b, S) one score per image
+        scores = model.attend(reduced[sets])                 # (b, S) one score per image
         return F.cross_entropy(scores, odd_b)                # the odd one's position is the class
 
     return train(r, model, loss_fn, (members, odd), seed=seed)[0]

@@ -142,7 +142,7 @@ print(f"{'total':28} {sum(p.numel() for p in model.parameters()):6,}")
 # %% [markdown]
 # ### Write the block
 #
-# Write `model.encode` for this one-block model: from token ids `x` (B, T) to the token states
+# Write the encoder of this one-block model: from token ids `x` (B, T) to the token states
 # (B, T, 32) after the block, and the attention weights (B, 4, T, T). The parts are
 # `model.embed(x)` (token vector + position vector), `block.attn(h, mask)` (notebook 01's
 # multi-head attention, which returns the output and the weights), `block.ff`, `block.norm1`
@@ -323,7 +323,7 @@ assert without.test_accuracy > 0.9 and max(without.history["test_acc"][:2]) < 0.
 # T keys, so we show weight × T: 1 is uniform attention, 2 is twice that.
 
 # %% slideshow={"slide_type": "skip"}
-(weights,) = model.attention_maps(x_test)  # (400, H, T, T)
+(weights,) = attnlab.attention_maps(model, x_test)  # (400, H, T, T)
 real = x_test != vocab.PAD  # (400, T)
 lengths = real.sum(1)  # (400,)
 picks = [y_test.tolist().index(1), y_test.tolist().index(0)]
@@ -505,7 +505,7 @@ assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models 
 # Two ways to take a word out of attention, for the two sentiment words and "but":
 #
 # - **hide** it: no query may attend to it; its score is masked before the softmax, as padding
-#   is, so its weight goes to the other tokens. (`model.predict_proba(x, attend)` takes a
+#   is, so its weight goes to the other tokens. (`probes.hide_key(model, keys=hidden)` takes a
 #   (B, T) mask of the tokens queries may read.)
 # - **zero its column after the softmax**: every query's weight on it becomes 0 and nobody gets
 #   that weight; the rows now sum to less than 1. That is the same as zeroing the word's value
@@ -555,9 +555,10 @@ def edited_logits(model, x, edit):
 
 # %%
 def hidden_accuracy(where):
-    attend = torch.ones_like(x_test, dtype=torch.bool)  # (400, T)
-    attend[rows, where] = False  # no query may attend to this word
-    return (model.predict_proba(x_test, attend).argmax(-1) == y_test).double().mean().item()
+    hidden = torch.zeros_like(x_test, dtype=torch.bool)  # (400, T)
+    hidden[rows, where] = True  # no query may attend to this word
+    with probes.hide_key(model, keys=hidden):
+        return (model.predict_proba(x_test).argmax(-1) == y_test).double().mean().item()
 
 
 print(f"hide the first word: accuracy {fmt(hidden_accuracy(first), 3)}")
@@ -607,9 +608,10 @@ def but_hidden(net, x, y):
              "decisive": last}
     accuracy = {}
     for name, position in where.items():
-        attend = torch.ones_like(x, dtype=torch.bool)  # (N, T)
-        attend[torch.arange(len(x)), position] = False
-        accuracy[name] = (net.predict_proba(x, attend).argmax(-1) == y).double().mean().item()
+        hidden = torch.zeros_like(x, dtype=torch.bool)  # (N, T)
+        hidden[torch.arange(len(x)), position] = True
+        with probes.hide_key(net, keys=hidden):
+            accuracy[name] = (net.predict_proba(x).argmax(-1) == y).double().mean().item()
     return accuracy["but"], min(accuracy["first"], accuracy["decisive"])
 
 
@@ -685,7 +687,7 @@ def best_reading(net, x, y):
     """{word: (best × uniform over the heads, that head)} for the four words of each review."""
     ids = {name: torch.tensor([vocab.stoi[w] for w in words])
            for name, words in (("positive", POSITIVE), ("negative", NEGATIVE))}
-    (w,) = net.attention_maps(x)  # (N, H, T, T)
+    (w,) = attnlab.attention_maps(net, x)  # (N, H, T, T)
     mask = x != vocab.PAD
     where = {"first word": torch.isin(x, torch.cat(list(ids.values()))).int().argmax(1),
              "decisive word": None,
@@ -861,7 +863,7 @@ spreads, largest = {}, {}
 for name, net in (("initialisation", untrained), ("trained", model)):
     with torch.no_grad():
         spreads[name] = float(score_spread(net.blocks[0].attn, net.embed(x_test), real))
-    top = net.attention_maps(x_test)[0].amax(-1)  # (400, H, T)   each query's largest weight
+    top = attnlab.attention_maps(net, x_test)[0].amax(-1)  # (400, H, T)   each query's largest
     largest[name] = top[real[:, None, :].expand_as(top)].mean().item()  # over real queries
 first = untrained.blocks[0]
 with torch.no_grad():  # a pre-norm block (GPT-2, Llama) gives attention LayerNorm(x) instead of x

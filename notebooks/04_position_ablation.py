@@ -89,8 +89,8 @@ for positions in ("none", "sinusoidal"):
     torch.manual_seed(attnlab.seed_of(0))
     model = TinyTransformer(len(vocab), positions=positions, dtype=torch.float64).eval()
     with torch.no_grad():
-        states, _ = model.encode(x)  # (1, T, d)
-        shuffled, _ = model.encode(x[:, perm])  # (1, T, d)
+        states = model.encode(x)  # (1, T, d)
+        shuffled = model.encode(x[:, perm])  # (1, T, d)
         change[positions] = {"states": (shuffled - states[:, perm]).abs().max().item(),
                              "mean": (shuffled.mean(1) - states.mean(1)).abs().max().item(),
                              "logits": (model(x[:, perm]) - model(x)).abs().max().item()}

@@ -506,7 +506,7 @@ for row in rights.values():
 # position is red.
 
 # %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
-(weights,) = model.attention_maps(x)                              # (1000, 4, 10, 10)
+(weights,) = attnlab.attention_maps(model, x)                     # (1000, 4, 10, 10)
 for i in (0, 1):
     fig, axes = plt.subplots(1, 4, figsize=(10, 2.7))
     for h, ax in enumerate(axes):
@@ -577,7 +577,7 @@ assert torch.allclose(from_others, scores["from_others"]) and torch.allclose(on_
 # %%
 roles_by_seed = {}
 for s, m in zip(SEEDS, models):
-    (w,) = m.attention_maps(x)                                     # (1000, 4, 10, 10)
+    (w,) = attnlab.attention_maps(m, x)                            # (1000, 4, 10, 10)
     r = target_roles(w, test_odd)
     read, keeps = int(r["hit_rate"].argmax()), int(r["on_itself"].argmax())
     roles_by_seed[s] = (read, keeps, r)

@@ -355,7 +355,7 @@ names = ["BOS", *[f"d{i}" for i in range(1, 7)], "SEP", *[f"s{i}" for i in range
 maps, mean_maps = {}, {}
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
 for ax, (name, model) in zip(axes, (("with the mask", masked), ("without it", unmasked))):
-    (maps[name],) = model.attention_maps(test[:, :-1])  # one block: (500, H, 13, 13)
+    (maps[name],) = attnlab.attention_maps(model, test[:, :-1])  # one block: (500, H, 13, 13)
     mean_maps[name] = maps[name].mean((0, 1))  # (13, 13)
     attention_heatmap(mean_maps[name], names, names, ax=ax, title=name)
 plt.tight_layout()
@@ -556,7 +556,7 @@ with torch.no_grad():
     h = reverser.tgt_embed(tgt[:, :-1], "tgt")  # (500, 6, 32)   the target read so far
     block = reverser.decoder[0]
     mine = decoder_block(block, h, memory, attnlab.causal_mask(LENGTH))  # (500, 6, 32)
-    theirs, _, _ = block(h, memory)
+    theirs = block(h, memory)
 print("written out = attnlab's DecoderBlock on the 500 test targets (to 1e-12):",
       torch.allclose(mine, theirs, rtol=0, atol=1e-12))
 
@@ -574,7 +574,7 @@ with attnlab.uniform_attention(*cross_layers):
     out_uniform = generate(reverser, tgt[:, :1], LENGTH, source=src)
 accuracy = (out[:, 1:] == tgt[:, 1:]).double().mean().item()
 accuracy_uniform = (out_uniform[:, 1:] == tgt[:, 1:]).double().mean().item()
-(cross_w,) = reverser.attention_maps(src, tgt[:, :-1])  # (500, 1, 6, 6)
+(cross_w,) = attnlab.attention_maps(reverser, src, tgt[:, :-1], where="cross_attn")  # (500, 1, 6, 6)
 share = alignment_share(cross_w)
 print(f"digits written right (greedy):                  {fmt(accuracy, 3)}")
 print(f"... with uniform cross-attention:               {fmt(accuracy_uniform, 3)}")

@@ -116,13 +116,14 @@ class Layer(torch.nn.Module):
     def forward(self, x):
         mask = attnlab.causal_mask(x.shape[1])  # (T, T)   itself and the past
         out, weights = self.attn(x, mask)  # (B, T, d), (B, H, T, T)
-        return x + out, weights  # the residual stream: x plus what the heads add
+        return x + out  # the residual stream: x plus what the heads add
 
 
 mine, theirs = Layer(32, 2), AttentionOnlyLayer(32, 2)
 mine.load_state_dict(theirs.state_dict())
 x = torch.randn(4, LENGTH, 32)  # (B, T, d_model)
-same = all(torch.equal(a, b) for a, b in zip(mine(x), theirs(x)))
+(out, (w,)), (out_theirs, (w_theirs,)) = attnlab.run_with_maps(mine, x), attnlab.run_with_maps(theirs, x)
+same = torch.equal(out, out_theirs) and torch.equal(w, w_theirs)
 print("same output and weights as attnlab.induction.AttentionOnlyLayer:", same)
 
 # %% tags=["remove-cell"]
@@ -293,7 +294,7 @@ assert on_seen.mean() > share + 0.1 and on_seen.mean() > 1 / 3 and 0.2 < share <
 fixed = train_induction(n_layers=1, repeat=(8, 8), steps=150)
 fixed_test = repeat_task(N_TEST, seed=TEST_SEED, repeat=(8, 8))  # (500, 24)
 fixed_loss = evaluate(fixed.model, fixed_test)["repeated"]
-(fixed_maps,) = fixed.model.attention_maps(fixed_test.tokens)  # (500, 2, 24, 24)
+(fixed_maps,) = attnlab.attention_maps(fixed.model, fixed_test.tokens)  # (500, 2, 24, 24)
 seven_back = fixed_maps.diagonal(offset=-7, dim1=-2, dim2=-1).mean((0, -1))  # (2,) per head
 print(f"one layer, repeats of always 8 tokens: loss on repeated tokens {fmt(fixed_loss, 2)}")
 print("weight on the token 7 places back, per head:", ", ".join(fmt(w, 2) for w in seven_back))
@@ -406,8 +407,8 @@ def previous_token_score(weights):
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean((0, -1))  # (H,)
 
 
-maps = {"2 layers": two.model.attention_maps(test.tokens),  # [(500, 2, 24, 24)] per layer
-        "1 layer": one.model.attention_maps(test.tokens)}
+maps = {"2 layers": attnlab.attention_maps(two.model, test.tokens),  # [(500, 2, 24, 24)] per layer
+        "1 layer": attnlab.attention_maps(one.model, test.tokens)}
 same = all(torch.equal(previous_token_score(w), probes.previous_token_score(w))
            for m in maps.values() for w in m)
 print("equal to attnlab.probes.previous_token_score on every layer:", same)
@@ -480,9 +481,9 @@ def scores_of(model_maps):
 
 
 scores = {name: scores_of(model_maps) for name, model_maps in maps.items()}
-scores_before = scores_of(before.attention_maps(test.tokens))
+scores_before = scores_of(attnlab.attention_maps(before, test.tokens))
 with attnlab.uniform_attention(one.model):
-    (level,) = scores_of(one.model.attention_maps(test.tokens))  # the same for every head
+    (level,) = scores_of(attnlab.attention_maps(one.model, test.tokens))  # the same for every head
 
 
 # %%

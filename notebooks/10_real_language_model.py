@@ -425,14 +425,14 @@ my_induction_score = ex09.induction_score(my_induction_score)
 
 # %%
 one = repeats[:1]  # (1, 101)
-ind = torch.stack([my_induction_score(w, one) for w in model.attention_maps(one)])  # (30, 9)
+ind = torch.stack([my_induction_score(w, one) for w in attnlab.attention_maps(model, one)])  # (30, 9)
 causal = torch.ones(101, 101).tril()  # (T, T)
 uniform = probes.induction_score((causal / causal.sum(-1, keepdim=True))[None, None], one)
 print(f"uniform level {fmt(uniform.item(), 4)}; heads above 0.3: {int((ind > 0.3).sum())}")
 
 # %% tags=["remove-cell"]
 assert torch.allclose(ind, torch.stack([probes.induction_score(w, one)
-                                        for w in model.attention_maps(one)]))
+                                        for w in attnlab.attention_maps(model, one)]))
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))

@@ -21,7 +21,7 @@ def test_encoder_block_matches_torch_layer_post_and_pre_norm():
         for mine, theirs in ((ours.ff[0], ref.linear1), (ours.ff[2], ref.linear2),
                              (ours.norm1, ref.norm1), (ours.norm2, ref.norm2)):
             theirs.load_state_dict(mine.state_dict())
-        torch.testing.assert_close(ours(x)[0], ref(x), atol=1e-5, rtol=1e-5,
+        torch.testing.assert_close(ours(x), ref(x), atol=1e-5, rtol=1e-5,
                                    msg=lambda m, norm=norm: f"{norm}-norm: {m}")
 
 
@@ -38,7 +38,7 @@ def test_decoder_block_matches_torch_decoder_layer_post_and_pre_norm():
                              (ours.norm1, ref.norm1), (ours.norm2, ref.norm2),
                              (ours.norm3, ref.norm3)):
             theirs.load_state_dict(mine.state_dict())
-        y, self_w, cross_w = ours(x, memory)
+        y, (self_w, cross_w) = attnlab.run_with_maps(ours, x, memory)
         expected = ref(x, memory, tgt_mask=~attnlab.causal_mask(6))  # torch: True = may not
         torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5,
                                    msg=lambda m, norm=norm: f"{norm}-norm: {m}")
@@ -55,12 +55,12 @@ def test_decoder_block_without_cross_attention_is_an_encoder_block_with_the_caus
     enc.ff.load_state_dict(ours.ff.state_dict())
     enc.norm2.load_state_dict(ours.norm3.state_dict())
     x = rand(2, 5, 16, seed=3)
-    y, w, cross = ours(x)
-    y_enc, w_enc = enc(x, attnlab.causal_mask(5))
-    assert cross is None and torch.equal(y, y_enc) and torch.equal(w, w_enc)
+    y, (w,) = attnlab.run_with_maps(ours, x)
+    y_enc, (w_enc,) = attnlab.run_with_maps(enc, x, attnlab.causal_mask(5))
+    assert torch.equal(y, y_enc) and torch.equal(w, w_enc)
     everything = torch.ones(5, 5, dtype=torch.bool)  # a mask that lifts the causal one
-    y_open, w_open, _ = ours(x, mask=everything)
-    assert torch.equal(y_open, enc(x)[0]) and (w_open[..., ~attnlab.causal_mask(5)] > 0).all()
+    y_open, (w_open,) = attnlab.run_with_maps(ours, x, mask=everything)
+    assert torch.equal(y_open, enc(x)) and (w_open[..., ~attnlab.causal_mask(5)] > 0).all()
 
 
 def test_without_a_mask_a_block_is_permutation_equivariant():
@@ -68,7 +68,7 @@ def test_without_a_mask_a_block_is_permutation_equivariant():
     block = EncoderBlock(16, 4, 32).eval()
     x = rand(1, 6, 16, seed=7)
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
-    torch.testing.assert_close(block(x[:, perm])[0], block(x)[0][:, perm], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(block(x[:, perm]), block(x)[:, perm], atol=1e-5, rtol=1e-5)
 
 
 def test_under_the_causal_mask_no_output_depends_on_a_later_token():
@@ -76,11 +76,11 @@ def test_under_the_causal_mask_no_output_depends_on_a_later_token():
     for norm in ("post", "pre"):
         torch.manual_seed(0)
         block = DecoderBlock(16, 4, 32, norm=norm, cross=False, rotary=True).eval()
-        y = block(x)[0]
+        y = block(x)
         for t in range(8):
             changed = x.clone()
             changed[:, t:] = rand(2, 8 - t, 16, seed=100 + t)  # every token from t on is new
-            y_changed = block(changed)[0]
+            y_changed = block(changed)
             assert torch.equal(y[:, :t], y_changed[:, :t]), (norm, t)  # bit-identical
             assert not torch.allclose(y[:, t:], y_changed[:, t:]), (norm, t)
 

@@ -98,7 +98,7 @@ def written_out(block, x, context, mask):
 
 
 def test_decoder_block(capsys):
-    answers = [written_out, lambda b, x, c, m: b(x, c, mask=m)[0]]
+    answers = [written_out, lambda b, x, c, m: b(x, c, mask=m)]
     assert expect(capsys, ex07.decoder_block, answers, "✓",
                   "decoder_block: your block is attnlab's DecoderBlock, with and without "
                   "cross-attention.") == answers

@@ -127,5 +127,5 @@ def test_the_block_reference_is_the_blocks_own_forward():
     for block, x in ex10._block_inputs():
         T = x.shape[1]
         with torch.no_grad():
-            own = block(x, torch.arange(T), torch.ones(T, T, dtype=torch.bool).tril())[0]
+            own = block(x, torch.arange(T), torch.ones(T, T, dtype=torch.bool).tril())
             assert torch.allclose(ex10._block(block, x), own, atol=1e-6)

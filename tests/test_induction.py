@@ -50,7 +50,7 @@ def test_the_layer_is_x_plus_causal_attention():
     torch.manual_seed(0)
     layer = I.AttentionOnlyLayer(8, 2)
     x = torch.randn(2, 5, 8)
-    out, weights = layer(x)
+    out, (weights,) = attnlab.run_with_maps(layer, x)
     expected, expected_weights = layer.attn(x, attnlab.causal_mask(5))
     torch.testing.assert_close(out, x + expected)
     torch.testing.assert_close(weights, expected_weights)
@@ -60,11 +60,11 @@ def test_the_model_has_one_map_per_layer_and_never_reads_the_future():
     torch.manual_seed(0)
     model = I.AttentionOnly(n_layers=2, dtype=torch.float64)
     x = I.repeat_task(3, seed=2).tokens  # (3, 24)
-    logits, maps = model.run(x)
+    logits, maps = attnlab.run_with_maps(model, x)
     assert logits.shape == (3, I.LENGTH, I.VOCAB) and logits.dtype == torch.float64
     assert len(maps) == 2 and all(w.shape == (3, 2, I.LENGTH, I.LENGTH) for w in maps)
     future = ~attnlab.causal_mask(I.LENGTH)
-    assert all((w[..., future] == 0).all() for w in model.attention_maps(x))
+    assert all((w[..., future] == 0).all() for w in maps)
     changed = x.clone()
     changed[:, 10] = (changed[:, 10] + 1) % I.VOCAB  # change token 10 only
     torch.testing.assert_close(model(changed)[:, :10], logits[:, :10].detach())  # the past: same

@@ -193,8 +193,8 @@ def test_decoding_with_the_cache_is_recomputing(tiny):
     assert torch.equal(cached, llama.generate(tiny, ids, 12, cache=False))
     caches = tiny.new_caches(2, 20)
     with torch.no_grad():
-        first = tiny.run(cached[:, :9], caches)[0]                   # prefill 9 tokens
-        steps = [tiny.run(cached[:, t:t + 1], caches)[0] for t in range(9, 17)]  # one by one
+        first = tiny.run(cached[:, :9], caches)                      # prefill 9 tokens
+        steps = [tiny.run(cached[:, t:t + 1], caches) for t in range(9, 17)]  # one by one
         full = tiny(cached)
     torch.testing.assert_close(torch.cat([first, *steps], 1), full, atol=1e-5, rtol=1e-5)
     assert len(caches[0]) == 17 and caches[0].nbytes == 2 * 2 * 2 * 20 * 8 * 4
@@ -307,7 +307,7 @@ def test_blocks_replaced_runs_a_block_function_and_puts_the_blocks_back(tiny):
         seen.append(block)
         T = x.shape[1]
         return llama.LlamaBlock.forward(block, x, torch.arange(T),
-                                        torch.ones(T, T, dtype=torch.bool).tril())[0]
+                                        torch.ones(T, T, dtype=torch.bool).tril())
 
     with torch.no_grad():
         own = model(ids)

@@ -15,6 +15,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
+import attnlab
 from attnlab import assets
 from attnlab.attention import MultiHeadAttention
 from attnlab.blocks import EncoderBlock
@@ -109,7 +110,7 @@ def test_batched_and_one_at_a_time_agree(minilm):
 def test_padding_gets_no_attention(minilm):
     batch = minilm.tokenize(["one two three four five six", "one"])
     assert batch.keep.tolist()[1] == [True] * 3 + [False] * 5
-    _, maps = minilm(batch.ids, batch.keep)
+    maps = attnlab.attention_maps(minilm, batch.ids, batch.keep)
     for w in maps:  # (2, 12, 8, 8)
         assert w[1, :, :, 3:].abs().max().item() == 0.0  # no query looks at a padding key
         assert torch.allclose(w.sum(-1), torch.ones(2, 12, 8), atol=1e-5)
@@ -129,7 +130,7 @@ def test_attention_maps_belong_to_the_same_forward_as_encode(minilm):
     """Pooling the states that come with the maps gives the sentence's embedding."""
     text = "Attention maps and embeddings come from one pass."
     batch = minilm.tokenize([text])
-    hidden, maps = minilm(batch.ids, batch.keep)  # (1, T, 384), 6 x (1, 12, T, T)
+    hidden, maps = attnlab.run_with_maps(minilm, batch.ids, batch.keep)  # (1, T, 384), 6 maps
     assert torch.allclose(minilm.pool(hidden, batch.keep), minilm.encode(text), atol=1e-6)
     assert len(maps) == 6
 

@@ -34,12 +34,16 @@ def test_encoder_shapes_and_attention_maps_for_every_kind_of_positions():
         torch.manual_seed(0)
         model = TinyTransformer(63, n_layers=2, positions=positions)
         assert model(x).shape == (8, 2), positions
-        states, maps = model.encode(x)
+        states = model.encode(x)
         assert states.shape == (8, x.shape[1], 32), positions
-        got = model.attention_maps(x)
+        logits, got = attnlab.run_with_maps(model, x)
+        assert torch.equal(logits, model.eval()(x)), positions  # reading maps changes nothing
         assert len(got) == 2, positions
         assert all(m.shape == (8, 4, x.shape[1], x.shape[1]) for m in got), positions
-        assert all(torch.equal(a, b) for a, b in zip(got, maps)), positions  # one path for maps
+        h, mask = model.embed(x), real[:, None, None, :]  # the weights each layer returns
+        for block, w in zip(model.blocks, got):
+            assert torch.equal(block.attn(h, mask)[1], w), positions
+            h = block(h, mask)
         rows = got[0].sum(-1)  # (B, H, T)
         assert torch.allclose(rows[real[:, None, :].expand_as(rows)], torch.tensor(1.0)), positions
         probs = model.predict_proba(x)
@@ -50,7 +54,7 @@ def test_padding_is_never_attended_and_never_changes_a_prediction():
     torch.manual_seed(0)
     x, _, _ = batch()
     model = TinyTransformer(63).eval()
-    (weights,) = model.attention_maps(x)  # (B, H, T, T)
+    (weights,) = attnlab.attention_maps(model, x)  # (B, H, T, T)
     pad_keys = (x == 0)[:, None, None, :].expand_as(weights)
     assert pad_keys.any() and weights[pad_keys].abs().max() == 0
     wider = torch.cat([x, torch.zeros(8, 20, dtype=torch.long)], dim=1)  # 20 more PAD columns
@@ -65,21 +69,22 @@ def test_without_positions_the_encoder_sees_a_bag_of_words():
     x = x[:, :5]  # every review has >= 5 real tokens: no padding in these columns
     perm = torch.tensor([3, 0, 4, 1, 2])
     plain = TinyTransformer(63, positions="none").eval()
-    states, _ = plain.encode(x)
-    assert torch.allclose(plain.encode(x[:, perm])[0], states[:, perm], atol=1e-5)
+    states = plain.encode(x)
+    assert torch.allclose(plain.encode(x[:, perm]), states[:, perm], atol=1e-5)
     assert torch.allclose(plain(x[:, perm]), plain(x), atol=1e-5)
     for positions in ("sinusoidal", "rotary"):
         with_pos = TinyTransformer(63, positions=positions).eval()
         assert not torch.allclose(with_pos(x[:, perm]), with_pos(x), atol=1e-6), positions
 
 
-def test_attend_mask_hides_chosen_tokens_from_every_query():
+def test_hide_key_hides_chosen_tokens_from_every_query():
     torch.manual_seed(0)
     x, _, pos = batch()
     model = TinyTransformer(63).eval()
-    attend = torch.ones_like(x, dtype=torch.bool)
-    attend[torch.arange(8), pos] = False
-    (weights,) = model.attention_maps(x, attend)
+    hidden = torch.zeros_like(x, dtype=torch.bool)
+    hidden[torch.arange(8), pos] = True
+    with attnlab.probes.hide_key(model, keys=hidden):
+        (weights,) = attnlab.attention_maps(model, x)
     assert weights[torch.arange(8), :, :, pos].abs().max() == 0
 
 
@@ -89,7 +94,7 @@ def test_decoder_outputs_before_t_are_bit_identical_whatever_comes_from_t_on():
         torch.manual_seed(0)
         model = DecoderOnly(VOCAB, 16, 2, 32, n_layers=2, positions=positions, n_kv_heads=1).eval()
         logits = model(x)
-        for w in model.attention_maps(x):
+        for w in attnlab.attention_maps(model, x):
             assert torch.all(w[..., ~attnlab.causal_mask(10)] == 0.0), positions  # exactly 0
         for t in range(10):
             changed = x.clone()
@@ -113,7 +118,7 @@ def test_encoder_decoder_is_causal_in_the_target_and_reads_the_whole_source():
     torch.manual_seed(0)
     model = EncoderDecoder(10, VOCAB, 16, 2, 32).eval()
     src, tgt = ids(2, 6, high=10, seed=5), ids(2, 7, seed=6)
-    logits, (cross,) = model(src, tgt), model.attention_maps(src, tgt)
+    logits, (cross,) = model(src, tgt), attnlab.attention_maps(model, src, tgt, where="cross_attn")
     assert logits.shape == (2, 7, VOCAB) and cross.shape == (2, 2, 7, 6)
     changed = tgt.clone()
     changed[:, 4:] = (tgt[:, 4:] + 1) % VOCAB
@@ -193,8 +198,6 @@ def test_token_ids_a_model_cannot_read_raise_clear_errors():
         (lambda: TinyTransformer(63, max_len=4)(torch.ones(1, 5, dtype=torch.long)), ValueError,
          "max_len=4"),
         (lambda: model(torch.full((1, 3), 63)), ValueError, r"token ids in 0\.\.62"),
-        (lambda: model(torch.ones(1, 3, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool)),
-         ValueError, "attend must be"),
         (lambda: EncoderDecoder(10, 12)(ids(1, 3, high=10), ids(1, 3).float()), TypeError,
          "tgt must be an int64 tensor"),
     ])
@@ -234,6 +237,6 @@ def test_a_pre_norm_encoder_ends_with_a_layer_norm_and_trains():
     torch.manual_seed(0)
     model = TinyTransformer(63, n_layers=2, norm="pre")
     x, _, _ = batch()
-    h, _ = model.encode(x)
+    h = model.encode(x)
     torch.testing.assert_close(h.mean(-1), torch.zeros(h.shape[:2]), atol=1e-5, rtol=0)
     assert TinyTransformer(63).final_norm is None

@@ -176,6 +176,7 @@ PUBLIC_API = {
     "causal_mask": ["T"],
     "rotary": ["x"],
     "uniform_attention": ["model"],
+    "attention_maps": ["model"],
     "sample_next": ["logits"],
     "train.train_classifier": [],
     "EncoderBlock": ["d_model", "n_heads", "d_ff"],

@@ -199,7 +199,7 @@ def test_evaluate_restores_train_mode_when_the_model_raises():
     with pytest.raises(ValueError, match="max_len"):
         evaluate(model, x, y)
     assert model.training
-    for probe in (model.predict_proba, model.attention_maps):
+    for probe in (model.predict_proba, lambda x: attnlab.attention_maps(model, x)):
         with pytest.raises(ValueError, match="max_len"):
             probe(x)
         assert model.training

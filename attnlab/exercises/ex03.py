@@ -23,9 +23,10 @@ import torch
 from ..attention import MultiHeadAttention
 from ..blocks import EncoderBlock
 from ..data import Vocab, make_contrast_reviews
+from ..hooks import attention_maps, hooked, run_with_maps
 from ..models import TinyTransformer
 from ..probes import attention_received as _attention_received
-from ..probes import hooked, uniform_attention
+from ..probes import uniform_attention
 from ..report import fmt
 from ..scaling import score_spread as reference_spread
 from . import (
@@ -62,7 +63,7 @@ def _ids(seed: int = 5) -> list[torch.Tensor]:
 
 def _encode(model: TinyTransformer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(states, weights) of a one-block model: its encode, with the one layer's weights."""
-    states, (weights,) = model.encode(x)
+    states, (weights,) = run_with_maps(model, x, run=model.encode)
     return states, weights
 
 
@@ -132,7 +133,7 @@ def _uniform_scores(scores: torch.Tensor) -> torch.Tensor:
 def _weights(model: TinyTransformer, x: torch.Tensor, *edits) -> torch.Tensor:
     """The one layer's attention weights (B, H, T, T) on x, with the hook `edits` in force."""
     with hooked(*edits):
-        return model.encode(x)[1][0]
+        return attention_maps(model, x)[0]
 
 
 def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor) -> str | Verdict | None:

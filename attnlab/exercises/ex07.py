@@ -329,14 +329,14 @@ def _pre_norm(block, x, context, mask):
 
 
 decoder_block = Implement(
-    "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask)[0],
+    "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask),
     _block_inputs, what="your x", atol=1e-12, rtol=0.0, no_grad=True,
     success="your block is attnlab's DecoderBlock, with and without cross-attention",
     mistakes=[
         When(lambda got, *_: isinstance(got, tuple),
              lambda got, *_: f"your function returns {_kind(got)}; return only the new x "
                              "(B, T, d_model): MultiHeadAttention returns (output, weights), so "
-                             "unpack it first", example=lambda b, x, c, m: b(x, c, mask=m)),
+                             "unpack it first", example=lambda b, x, c, m: b.self_attn(x, m)),
         When(lambda got, expected, block, x, context, mask: context is not None
              and tuple(got.shape) == tuple(context.shape) != tuple(x.shape),
              "your result has the context's shape (B, S, d_model): in cross-attention the "
