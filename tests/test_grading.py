@@ -3,6 +3,7 @@ the issue: forged ✓ lines, forged kernel state, attnlab's own functions handed
 half-done and an honest notebook 01. Forgeries score 0 under `make grade` and nbgrader alike."""
 import csv
 import functools
+import inspect
 import math
 
 import nbformat
@@ -12,6 +13,7 @@ from test_course import FIRST, nbgrader
 
 import attnlab
 from attnlab import attention as lesson
+from attnlab import exercises
 from attnlab.classroom import course, grade
 from attnlab.exercises import _last_mark, ex01, grading
 
@@ -44,6 +46,30 @@ def test_the_judge_runs_the_students_function_on_fresh_inputs_and_refuses_attnla
     assert grading.judge("ex01.attention", lambda: undefined_name, seed=5)[0] == "○"  # noqa: F821
     assert capsys.readouterr().out == ""  # the judge prints nothing
 
+
+
+IMPLEMENTS = sorted(n for n, c in exercises.checks().items() if isinstance(c, exercises.Implement))
+
+
+@pytest.mark.parametrize("name", IMPLEMENTS)
+def test_attnlabs_own_answer_earns_nothing_for_any_implement_check(name):
+    """Issue 49, item 1, for every declared implement check: under a grader the check's reference,
+    each function it refuses and a wrapper around the reference all get ✗ (the check's
+    reference refuses to run inside the student's function), and they work again after."""
+    check = exercises.checks()[name]
+    args = lambda: check.exercise.args()  # noqa: E731
+    for answer in (check.reference, *check.refuse, lambda *a: check.reference(*a)):
+        mark, _, message = grading.judge(name, lambda f=answer: f, args, seed=11)
+        assert mark == "✗" and "attnlab's own version was called" in message, (answer, message)
+    for answer in (check.reference, *check.refuse):
+        assert inspect.unwrap(answer).__code__.co_name != "_refused"  # the code is back
+
+
+def test_attnlabs_own_module_earns_nothing_for_the_module_check():
+    mark, _, message = grading.judge("ex02.multi_head_module", lambda: attnlab.MultiHeadAttention,
+                                     seed=11)
+    assert mark == "✗" and "attnlab's own version was called" in message, message
+    assert attnlab.MultiHeadAttention(16, 4)(torch.ones(1, 2, 16))[0].shape == (1, 2, 16)
 
 def test_printed_lines_and_kernel_state_earn_nothing(capsys):
     print("✓ attention: right.")

@@ -10,6 +10,7 @@ What the scale does in a model that trains is measured in notebook 03 (its check
 """
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 
 import torch
@@ -24,7 +25,9 @@ from . import (
     call_safely,
     check_answer,
     exercise,
+    grader_seed,
     none_returned,
+    refusing,
     result_problem,
     same,
 )
@@ -40,11 +43,11 @@ std_at_256 = Predict(
 D_MODEL, N_HEADS = 16, 4  # the sizes the check builds your module with: d_head = 4
 
 
-def _module_inputs() -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+def _module_inputs(seed: int = 2) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     """(x, mask) pairs: no mask; padding (the second sequence's last two tokens); causal. The
     mask broadcasts to (B, H, T, T), True = may attend, as attnlab's masks do."""
     with torch.random.fork_rng():
-        torch.manual_seed(2)
+        torch.manual_seed(seed)
         xs = [torch.randn(2, 5, D_MODEL), torch.randn(2, 6, D_MODEL), torch.randn(1, 4, D_MODEL)]
     real = torch.ones(2, 6, dtype=torch.bool)  # (B, T)
     real[1, 4:] = False
@@ -113,9 +116,11 @@ def multi_head_module(module_class):
     d_model) and the weights (B, H, T, T). The check builds it with d_model = 16 and 4 heads,
     loads attnlab's MultiHeadAttention's weights into it and compares the two on three inputs.
     Returns your class when it matches, else attnlab's."""
+    seed = grader_seed()  # a grader's: other weights and inputs, and attnlab's module refuses
     with torch.random.fork_rng():
-        torch.manual_seed(2)
+        torch.manual_seed(2 if seed is None else seed)
         reference = MultiHeadAttention(D_MODEL, N_HEADS)
+    refused = () if seed is None else (MultiHeadAttention.forward, MultiHeadAttention.attend)
 
     def judge(cls):
         if not callable(cls):
@@ -140,12 +145,16 @@ def multi_head_module(module_class):
         except RuntimeError as error:
             return ("attnlab's weights do not load into your module ("
                     + str(error).splitlines()[-1].strip()[:120] + "): keep just the four layers")
-        for x, mask in _module_inputs():
+        for x, mask in _module_inputs(*([] if seed is None else [seed])):
             with torch.no_grad():
-                got, problem = call_safely(built, x, mask, who="your forward")
+                expected = reference(x, mask)
+                with contextlib.ExitStack() as stack:
+                    for method in refused:
+                        stack.enter_context(refusing(method))
+                    got, problem = call_safely(built, x, mask, who="your forward")
                 if problem is None and got is None:
                     return "your forward runs but returns None: return (output, weights)"
-                problem = problem or _module_problem(got, reference(x, mask), reference, x, mask)
+                problem = problem or _module_problem(got, expected, reference, x, mask)
             if problem:
                 masked = "no mask" if mask is None else f"a {tuple(mask.shape)} mask"
                 return f"given x {tuple(x.shape)} and {masked}: {problem}"
