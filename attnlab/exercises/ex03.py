@@ -40,6 +40,7 @@ from . import (
     call_safely,
     check_answer,
     exercise,
+    grader_seed,
     none_returned,
     prediction,
     tensor_problem,
@@ -173,8 +174,10 @@ def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor) -> str | Verdi
 def uniform_scores(fn, model: TinyTransformer):
     """Implement: `fn(scores)` at the attention's hook_scores (after the scale, before the mask),
     run in the model on padded reviews against `attnlab.uniform_attention(model)`. Not an
-    `Implement`: it judges the weights `fn` gives in the model, and its lines name no inputs."""
-    cases = _ids()
+    `Implement`: it judges the weights `fn` gives in the model, and its lines name no inputs.
+    A grader's reviews come from its seed."""
+    seed = grader_seed()
+    cases = _ids() if seed is None else _ids(seed)
 
     def judge(fn):
         if not callable(fn):
