@@ -144,22 +144,41 @@ def _next_logits(model: nn.Module, seq: torch.Tensor, memory: torch.Tensor | Non
 def generate(model: nn.Module, prompt: torch.Tensor, steps: int, *,
              source: torch.Tensor | None = None, temperature: float = 0.0,
              top_k: int | None = None, top_p: float | None = None,
-             generator: torch.Generator | None = None) -> torch.Tensor:
-    """Extend `prompt` (B, T0) by `steps` tokens, one at a time, each fed back as input.
+             generator: torch.Generator | None = None, cache: bool | None = None,
+             stop: int | None = None) -> torch.Tensor:
+    """Extend `prompt` (B, T0) by up to `steps` tokens, one at a time, each fed back as input:
+    the one generation loop of the series, for the sorter, the reverser and SmolLM2 alike.
 
     Each token comes from `sample_next` (temperature 0, the default, is greedy decoding). With
     `source` (an encoder-decoder's input), the source is encoded once and every step reads it
-    through cross-attention. Returns (B, T0 + steps).
+    through cross-attention. With a KV cache (`cache`: None uses one where the model keeps one,
+    as `llama.Llama` does; False recomputes) the prompt goes through the model once, filling
+    one cache per layer (08's `KVCache`), and every further step runs only the new token: the
+    same tokens, less work. Stops early once every row has produced `stop`. Returns
+    (B, T0 + n).
     """
     check_tensor("prompt", prompt, min_dim=2)
     steps = check_int("steps", steps, minimum=0)
+    check_number("temperature", temperature, minimum=0.0)
+    cached = hasattr(model, "new_caches")
+    if cache and not cached:
+        raise ValueError(f"cache=True needs a model that keeps a KV cache (llama.Llama); "
+                         f"{type(model).__name__} recomputes: leave cache at None")
+    cache = cached if cache is None else cache
     with eval_mode(model):
         memory = None if source is None else model.encode(source)  # (B, S, d_model)
-        seq = prompt
+        caches = model.new_caches(prompt.shape[0], prompt.shape[1] + steps) if cache else None
+        seq, new = prompt, prompt
+        done = torch.zeros(prompt.shape[0], dtype=torch.bool)  # (B,)
         for _ in range(steps):
-            logits = _next_logits(model, seq, memory)[:, -1]  # (B, V)
-            token = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
+            logits = (model.run(new, caches) if cache else _next_logits(model, seq, memory))
+            token = sample_next(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
             seq = torch.cat([seq, token[:, None]], dim=1)  # (B, T + 1)
+            new = token[:, None]  # (B, 1): with a cache, only the new token runs next
+            if stop is not None:
+                done |= token == stop
+                if done.all():
+                    break
     return seq
 
 

@@ -30,8 +30,7 @@ from torch.nn import functional as F
 
 from . import assets
 from .blocks import LlamaBlock
-from .checks import check_int, check_number, check_str, check_tensor
-from .generation import sample_next
+from .checks import check_int, check_str, check_tensor
 from .gguf import GGUF
 from .hooks import attention_maps, run_with_maps
 from .kv_cache import KVCache
@@ -216,37 +215,6 @@ def load_smollm2() -> tuple[Llama, BPETokenizer]:
     return load_llama(assets.require(ASSET_NAME))
 
 
-@torch.no_grad()
-def generate(model: Llama, ids: torch.Tensor, steps: int, *, temperature: float = 0.0,
-             top_k: int | None = None, top_p: float | None = None,
-             generator: torch.Generator | None = None, cache: bool = True,
-             stop: int | None = None) -> torch.Tensor:
-    """Extend ids (B, T0) by up to `steps` tokens with 07's `sample_next` (temperature 0:
-    greedy), each fed back as input; stops early once every row has produced `stop`.
-
-    With `cache` (the default) the prompt goes through the model once, filling one KV cache per
-    layer (08's `KVCache`), and every further step runs only the new token. Without, every step
-    runs the whole sequence again: the same tokens, more work. Returns (B, T0 + n).
-    """
-    check_tensor("ids", ids, min_dim=2)
-    steps = check_int("steps", steps, minimum=0)
-    check_number("temperature", temperature, minimum=0.0)
-    with eval_mode(model):
-        caches = model.new_caches(ids.shape[0], ids.shape[1] + steps) if cache else None
-        seq, new = ids, ids
-        done = torch.zeros(ids.shape[0], dtype=torch.bool)  # (B,)
-        for _ in range(steps):
-            logits = model.run(new, caches)[:, -1] if cache else model(seq)[:, -1]  # (B, V)
-            token = sample_next(logits, temperature, top_k, top_p, generator)  # (B,)
-            seq = torch.cat([seq, token[:, None]], dim=1)  # (B, T + 1)
-            new = token[:, None]  # (B, 1): with a cache, only the new token runs next
-            done |= token == stop if stop is not None else done
-            if stop is not None and done.all():
-                break
-    return seq
-
-
-
 def repeated_random(tokenizer: BPETokenizer, n: int, length: int = 50,
                     seed: int = 0) -> torch.Tensor:
     """n sequences of the start token and `length` random tokens, then the same tokens again:
@@ -311,7 +279,7 @@ def blocks_replaced(model: Llama, block: Callable[[LlamaBlock, torch.Tensor], to
     def whole(layer, x, positions, mask, cache=None):
         if cache is not None or (len(positions) and int(positions[0]) != 0):
             raise ValueError("these blocks run whole sequences from position 0, not one "
-                             "decoding step: call llama.generate(..., cache=False)")
+                             "decoding step: call generate(..., cache=False)")
         return block(layer, x)
 
     for layer in model.blocks:

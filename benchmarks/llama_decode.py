@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/llama_decode.py [--prompt 32] [--steps 32] [--repeats 3]
 
 Greedy decoding from a prompt of `--prompt` tokens, `--steps` new tokens, on one torch thread:
-1. `attnlab.llama.generate` with its KV caches (notebook 08's `KVCache`, one per layer);
+1. `attnlab.generation.generate` with its KV caches (notebook 08's `KVCache`, one per layer);
 2. the same without caches (every step runs the whole sequence again);
 3. a plain decoder written here in Hugging Face's form from the same weights (rotate-half
    rotary on un-permuted q/k rows, `F.scaled_dot_product_attention` with `enable_gqa`, a cache
@@ -22,6 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from attnlab import llama
+from attnlab.generation import generate
 
 
 def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -105,8 +106,8 @@ def main():
     text = "The history of the library begins with a single room of books. " * 8
     prompt = torch.tensor([tokenizer.encode(text)[:args.prompt]])  # (1, prompt)
     plain = PlainDecoder(model)
-    runs = {"attnlab, KV cache": lambda: llama.generate(model, prompt, args.steps),
-            "attnlab, no cache": lambda: llama.generate(model, prompt, args.steps, cache=False),
+    runs = {"attnlab, KV cache": lambda: generate(model, prompt, args.steps),
+            "attnlab, no cache": lambda: generate(model, prompt, args.steps, cache=False),
             "plain PyTorch, cat cache (baseline)": lambda: plain.generate(prompt, args.steps)}
     print(f"SmolLM2-135M, greedy, prompt {args.prompt} tokens, {args.steps} new tokens, one "
           f"thread, median of {args.repeats} (thread CPU time)")

@@ -45,6 +45,7 @@ from attnlab import gguf, kv_cache, llama, probes
 from attnlab.attention import causal_mask
 from attnlab.cost import measure_times, process_peak_memory
 from attnlab.exercises import ex09, ex10
+from attnlab.generation import generate
 from attnlab.plots import show_figure
 from attnlab.report import fmt
 from attnlab.rope import rotary
@@ -242,7 +243,7 @@ with torch.no_grad():
     theirs = model(prompt)  # (1, 4, 49152)
     with llama.blocks_replaced(model, my_llama_block):
         yours = model(prompt)  # (1, 4, 49152)
-        your_text = llama.generate(model, prompt, 24, cache=False)  # (1, 28)
+        your_text = generate(model, prompt, 24, cache=False)  # (1, 28)
 gap = (yours - theirs).abs().max().item()
 within = "below 0.001" if gap < 1e-3 else fmt(gap, 4)  # float32 rounding, which varies by CPU
 print(f"largest difference of a logit: {within} (the logits' standard deviation: "
@@ -282,12 +283,13 @@ assert explorer.view()["ids"][0] == your_text[0, prompt.shape[1]], "greedy takes
 explorer.widget
 
 # %% [markdown]
-# Generation is notebook 07's loop: the logits of the last position, `sample_next`, the token
-# fed back. `llama.generate` keeps one KV cache per layer (08), so each new token runs alone.
+# Generation is notebook 07's loop, `generate`: the logits of the last position, `sample_next`,
+# the token fed back. For this model it keeps one KV cache per layer (08), so each new token
+# runs alone.
 # Greedy first: always the most likely token, the text your blocks wrote above.
 
 # %%
-greedy = llama.generate(model, prompt, 24)  # (1, 28)
+greedy = generate(model, prompt, 24)  # (1, 28)
 print(tokenizer.decode(greedy[0]))
 
 # %% tags=["remove-cell"]
@@ -310,7 +312,7 @@ assert tokenizer.decode(greedy[0]).startswith("Once upon a time,")
 
 # %%
 g = torch.Generator().manual_seed(attnlab.seed_of(0))
-sampled = llama.generate(model, prompt.expand(2, -1), 24, temperature=0.8, top_p=0.9, generator=g)
+sampled = generate(model, prompt.expand(2, -1), 24, temperature=0.8, top_p=0.9, generator=g)
 for row in sampled:
     print(repr(tokenizer.decode(row)))
 
@@ -322,7 +324,7 @@ for row in sampled:
 chat = tokenizer.chat("Write a short story about a cat.")
 print(chat)
 asked = torch.tensor([tokenizer.encode(chat)])
-answer = llama.generate(model, asked, 32, stop=tokenizer.eos_id)  # eos: <|im_end|>
+answer = generate(model, asked, 32, stop=tokenizer.eos_id)  # eos: <|im_end|>
 print(tokenizer.decode(answer[0, asked.shape[1]:]))
 
 # %% tags=["remove-cell"]

@@ -75,6 +75,9 @@ def test_generate_is_the_greedy_loop_and_sampling_is_reproducible():
                        generator=torch.Generator().manual_seed(1)) for _ in range(2)]
     assert torch.equal(draw[0], draw[1]) and torch.equal(draw[0][:, :prompt.shape[1]], prompt)
     assert torch.equal(G.generate(model, prompt, 0), prompt)
+    assert torch.equal(G.generate(model, prompt, 3, cache=False), seq)  # no cache to turn off
+    with pytest.raises(ValueError, match="keeps a KV cache"):
+        G.generate(model, prompt, 3, cache=True)
 
 
 def test_generate_with_a_source_encodes_it_once():

@@ -20,6 +20,7 @@ import torch
 from torch.nn import functional as F
 
 from attnlab import assets, gguf, llama, probes
+from attnlab.generation import generate
 
 # --- a GGUF file written from the format's description -------------------------------------
 
@@ -189,8 +190,8 @@ def test_the_model_is_the_reference_forward(tiny):
 
 def test_decoding_with_the_cache_is_recomputing(tiny):
     ids = torch.randint(0, 50, (2, 5), generator=torch.Generator().manual_seed(2))
-    cached = llama.generate(tiny, ids, 12, cache=True)
-    assert torch.equal(cached, llama.generate(tiny, ids, 12, cache=False))
+    cached = generate(tiny, ids, 12, cache=True)
+    assert torch.equal(cached, generate(tiny, ids, 12, cache=False))
     caches = tiny.new_caches(2, 20)
     with torch.no_grad():
         first = tiny.run(cached[:, :9], caches)                      # prefill 9 tokens
@@ -198,7 +199,7 @@ def test_decoding_with_the_cache_is_recomputing(tiny):
         full = tiny(cached)
     torch.testing.assert_close(torch.cat([first, *steps], 1), full, atol=1e-5, rtol=1e-5)
     assert len(caches[0]) == 17 and caches[0].nbytes == 2 * 2 * 2 * 20 * 8 * 4
-    drawn = llama.generate(tiny, ids, 6, temperature=1.0, top_p=0.9,
+    drawn = generate(tiny, ids, 6, temperature=1.0, top_p=0.9,
                            generator=torch.Generator().manual_seed(0))
     assert drawn.shape == (2, 11) and torch.equal(drawn[:, :5], ids)
 
@@ -242,7 +243,7 @@ def test_smollm2_is_the_reference_forward_and_writes(smollm2):
     assert ids.tolist() == [[6403, 1980, 253, 655]]
     with torch.no_grad():
         torch.testing.assert_close(model(ids), reference_logits(model, ids), atol=2e-4, rtol=1e-4)
-    text = tok.decode(llama.generate(model, ids, 8)[0])
+    text = tok.decode(generate(model, ids, 8)[0])
     assert text == "Once upon a time, the city of Nova Haven was a"
 
 
@@ -294,9 +295,9 @@ def test_the_probes_reach_the_llama_path(tiny):
     torch.testing.assert_close(maps[1][:, 1], uniform.expand(2, 9, 9))
     with probes.hide_key(*attns, position=0):
         maps = tiny.attention_maps(ids)
-        cached = llama.generate(tiny, ids, 3)
+        cached = generate(tiny, ids, 3)
     assert maps[0][:, :, 1:, 0].abs().max() == 0 and maps[1][:, :, 0].abs().max() == 0
-    assert not torch.equal(cached, llama.generate(tiny, ids, 3)) or True  # runs through the cache
+    assert not torch.equal(cached, generate(tiny, ids, 3)) or True  # runs through the cache
 
 
 def test_blocks_replaced_runs_a_block_function_and_puts_the_blocks_back(tiny):
@@ -314,7 +315,7 @@ def test_blocks_replaced_runs_a_block_function_and_puts_the_blocks_back(tiny):
         with llama.blocks_replaced(model, by_hand):
             replaced = model(ids)
             with pytest.raises(ValueError, match="cache=False"):
-                llama.generate(model, ids, 2)  # a decoding step is not a whole sequence
+                generate(model, ids, 2)  # a decoding step is not a whole sequence
         again = model(ids)
     assert seen[:2] == list(model.blocks) and torch.allclose(replaced, own, atol=1e-5)
     assert torch.equal(again, own) and "forward" not in vars(model.blocks[0])
