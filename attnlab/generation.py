@@ -243,9 +243,18 @@ def distinct_outputs(samples: torch.Tensor) -> torch.Tensor:
 
 
 def next_token_loss(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of predicting seqs[:, t + 1] from seqs[:, :t + 1], every t at once."""
+    """Mean cross-entropy of predicting seqs[:, t + 1] from seqs[:, :t + 1], every t at once:
+    the loss every next-token model of the series trains on."""
     logits = model(seqs[:, :-1])  # (B, T - 1, V)
     return nn.functional.cross_entropy(logits.flatten(0, 1), seqs[:, 1:].flatten())
+
+
+def token_losses(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
+    """`next_token_loss` position by position, not averaged: (B, T - 1), position t predicting
+    token t + 1 from tokens 0..t (what notebook 09 splits into repeated and random tokens)."""
+    logits = model(seqs[:, :-1])  # (B, T - 1, V)
+    return nn.functional.cross_entropy(logits.transpose(1, 2), seqs[:, 1:],
+                                       reduction="none")  # (B, T - 1)
 
 
 def train_sorter(causal: bool = True, seed: int = 0, **overrides) -> tuple[DecoderOnly, list]:

@@ -37,6 +37,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask
 from .checks import check_choice, check_int, check_number
+from .generation import token_losses
 from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
 from .parallel import remember
 from .recipes import INDUCTION, InductionRecipe
@@ -164,14 +165,6 @@ class AttentionOnly(nn.Module):
         for layer in self.layers:
             h = layer(h)  # (B, T, d_model)
         return self.unembed(h)  # (B, T, vocab)
-
-
-def token_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """The cross-entropy of every next-token prediction, (B, T - 1): position t predicts
-    token t + 1 from tokens 0..t."""
-    logits = model(tokens[:, :-1])  # (B, T - 1, V)
-    return nn.functional.cross_entropy(logits.transpose(1, 2), tokens[:, 1:],
-                                       reduction="none")  # (B, T - 1)
 
 
 @torch.no_grad()

@@ -39,6 +39,7 @@ import torch
 import attnlab
 from attnlab import diagrams, probes
 from attnlab.exercises import ex09
+from attnlab.generation import token_losses
 from attnlab.induction import (
     LENGTH,
     N_TEST,
@@ -52,7 +53,6 @@ from attnlab.induction import (
     repeat_task,
     show,
     smooth,
-    token_losses,
     train_induction,
 )
 from attnlab.parallel import parallel_map

@@ -8,6 +8,7 @@ from helpers import raises_each
 import attnlab
 from attnlab import induction as I
 from attnlab import probes
+from attnlab.generation import token_losses
 
 
 def test_the_second_copy_repeats_the_first_at_a_varying_distance():
@@ -110,7 +111,7 @@ def test_evaluate_splits_repeated_and_random_tokens_by_position():
     model = I.AttentionOnly(n_layers=1, dtype=torch.float64)
     batch = I.repeat_task(50, seed=4)
     result = I.evaluate(model, batch)
-    losses = I.token_losses(model, batch.tokens).detach()  # (50, 23)
+    losses = token_losses(model, batch.tokens).detach()  # (50, 23)
     assert result["repeated"] == pytest.approx(float(losses[batch.repeated].mean()))
     assert result["random"] == pytest.approx(float(losses[~batch.repeated].mean()))
     by_position = result["by_position"]  # (23, 2)
