@@ -46,7 +46,7 @@ from . import data, recipes
 from .assets import ASSETS
 from .checks import check_bool, check_str
 from .data import LABELS, Vocab
-from .hooks import attention_maps
+from .hooks import run_with_maps
 from .minilm import MiniLM, Tokenized, load_minilm
 from .repro import series_seed
 from .sentiment import (
@@ -214,9 +214,10 @@ def read_tiny(tiny, text: str) -> tuple[dict, list[str]]:
     words = vocab.tokens(text)
     kept = words[: model.max_len]
     x = vocab.encode_batch([text], max_len=model.max_len)  # (1, T)
-    p = model.predict_proba(x)[0]  # (2,)
+    logits, maps = run_with_maps(model, x)  # one pass: a server's threads take turns here
+    p = torch.softmax(logits, dim=-1)[0]  # (2,)
     T = len(kept)
-    attention = attention_maps(model, x)[-1][0].mean(0)[:T, :T]  # (T, T)   mean of the heads
+    attention = maps[-1][0].mean(0)[:T, :T]  # (T, T)   mean of the heads
     received = attention.mean(0).numpy() if T else np.zeros(0)  # (T,)   mean over queries
     knows = any(w in SENTIMENT_WORDS for w in kept)
     return _reading(p, kept, received, {w for w in kept if w not in vocab.stoi},

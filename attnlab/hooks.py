@@ -9,6 +9,7 @@ it changes: there is no hook that reaches every attention at once.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 
 HOOK_POINTS = ("values", "mask", "scores", "weights", "heads")  # MultiHeadAttention.hook_*
+_ONE_READING = threading.RLock()  # run_with_maps: one reading of a model's maps at a time
 
 
 class HookPoint(nn.Module):
@@ -86,7 +88,10 @@ def run_with_maps(model: nn.Module, *inputs, where: str = "", run=None, **kwargs
         raise ValueError(f"no attention layer{f' named *{where}*' if where else ''} in "
                          f"{type(model).__name__}")
     maps: list[torch.Tensor] = []
-    with eval_mode(model), hooked(*((point, lambda w: maps.append(w) or w) for point in points)):
+    # A server answers several requests at once, each in a thread: one reading at a time, so
+    # that no thread registers hooks while another runs the model through them.
+    with _ONE_READING, eval_mode(model), \
+            hooked(*((point, lambda w: maps.append(w) or w) for point in points)):
         output = (model if run is None else run)(*inputs, **kwargs)
     return output, maps
 

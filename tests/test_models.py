@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -240,3 +241,28 @@ def test_a_pre_norm_encoder_ends_with_a_layer_norm_and_trains():
     h = model.encode(x)
     torch.testing.assert_close(h.mean(-1), torch.zeros(h.shape[:2]), atol=1e-5, rtol=0)
     assert TinyTransformer(63).final_norm is None
+
+
+def test_maps_read_from_many_threads_at_once_are_each_threads_own():
+    """A server reads one model's maps in several threads at once (the web app): each call gets
+    its own input's maps, as many as the model has layers, and no hook is left behind."""
+    torch.manual_seed(0)
+    model = TinyTransformer(63, n_layers=2).eval()
+    inputs = [ids(1, 3 + k % 5, high=63, seed=k) for k in range(8)]
+    alone = [attnlab.run_with_maps(model, x) for x in inputs]
+    problems = []
+
+    def reader(k):
+        for _ in range(25):
+            logits, maps = attnlab.run_with_maps(model, inputs[k])
+            if not (torch.equal(logits, alone[k][0]) and len(maps) == 2
+                    and all(torch.equal(a, b) for a, b in zip(maps, alone[k][1]))):
+                problems.append(k)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not problems
+    assert not any(m.attn.hook_weights.hooked for m in model.blocks)
