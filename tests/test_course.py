@@ -27,7 +27,11 @@ def nbgrader(folder: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run([str(executable), *args], cwd=folder, env=env, capture_output=True,
                           text=True, timeout=600)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    if done.returncode != 0:  # the first traceback, not only the tail nbgrader ends with
+        log = done.stdout + done.stderr
+        start = max(log.find("Traceback"), log.find("[AutogradeApp | ERROR]"), 0)
+        shown = log[max(start - 2000, 0):][:6000]
+        raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{shown}")
     return done
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from . import series
-from .grade import answer_key
+from .grade import IOPUB_TIMEOUT_S, answer_key
 from .student import SolutionMarkerError, has_solution, strip_solutions, student_notebook
 
 STUB = "pass  # your code here"  # what nbgrader's ClearSolutions puts where a solution was
@@ -54,6 +54,11 @@ c.CourseDirectory.course_id = "attnlab"
 c.ClearSolutions.code_stub = {{"python": {stub!r}}}
 # Seconds a cell may run when autograding: the trainings take up to ~30 s on a 2-core laptop.
 c.Execute.timeout = {timeout}
+# Seconds to wait for a cell's output after it finished, and for a kernel to start: with
+# nbgrader's 4 s, a busy grading machine that delivers output late ends the whole submission
+# in "error processing assignment" (seen in CI, on a submission of 25 printing cells).
+c.Execute.iopub_timeout = {iopub}
+c.Execute.startup_timeout = {startup}
 '''
 README = """\
 # The attnlab course for nbgrader
@@ -74,6 +79,7 @@ The test cells are locked: nbgrader puts them back as they were before it grades
 cannot edit a check away.
 """
 CELL_TIMEOUT_S = 300
+STARTUP_TIMEOUT_S = 180
 
 
 def course_notebook(ipynb: Path):
@@ -126,8 +132,9 @@ def write_course(out: Path, names: list[str] | None = None,
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
         written.append(path)
-    (out / "nbgrader_config.py").write_text(CONFIG.format(stub=STUB, timeout=CELL_TIMEOUT_S),
-                                            encoding="utf-8")
+    (out / "nbgrader_config.py").write_text(CONFIG.format(
+        stub=STUB, timeout=CELL_TIMEOUT_S, iopub=IOPUB_TIMEOUT_S, startup=STARTUP_TIMEOUT_S),
+        encoding="utf-8")
     (out / "README.md").write_text(README.format(folder=out), encoding="utf-8")
     return written
 

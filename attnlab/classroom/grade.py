@@ -60,6 +60,9 @@ MARKS = {"✓": "right", "✗": "not yet", "○": "not attempted", "✎": "predi
 # Grades are students' data: by default they go to build/, which git ignores (as it ignores a
 # grades.csv anywhere in the repository, for `--out grades.csv`); run elsewhere, they go there.
 DEFAULT_OUT = Path("build") / "grades.csv"
+# Seconds to wait for a cell's output after the cell finished. nbclient's 4 s drops a late
+# verdict (a point lost) on a busy grading machine, and nbgrader's then fails the submission.
+IOPUB_TIMEOUT_S = 60
 FIELDS = ("student", "notebook", "exercise", "mark", "meaning", "message", "status")
 
 
@@ -188,6 +191,7 @@ def run_one(path: Path, timeout: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="attnlab-grade-", ignore_cleanup_errors=True) as folder:
         shutil.copy(path, Path(folder) / path.name)
         client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+                                iopub_timeout=IOPUB_TIMEOUT_S,
                                 extra_arguments=KERNEL_ARGUMENTS,
                                 resources={"metadata": {"path": folder}})
         try:
