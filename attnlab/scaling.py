@@ -5,7 +5,8 @@ situation the original paper reasons about:
 
 1. `dot_product_std`: the spread of q·k grows like sqrt(d_k) (a sum of d_k unit-variance terms);
 2. `max_softmax_weight`: unscaled, that spread pushes softmax towards a one-hot vector;
-3. `softmax_gradient_norm`: a one-hot softmax passes (almost) no gradient back to the query.
+3. `softmax_gradient_norm`: a one-hot softmax passes (almost) no gradient back to the query,
+   because its slope (`softmax_slope`, the student's exercise in notebook 02) vanishes there.
 
 Every function takes a list of d_k values and a seed, draws its samples from its own
 `torch.Generator` (so calling order does not matter), works in float64 (so rounding differences
@@ -114,6 +115,14 @@ def loglog_slope(x, y) -> float:
         raise ValueError("x and y must be positive to take logarithms")
     slope, _ = np.polyfit(np.log(x), np.log(y), 1)
     return float(slope)
+
+
+def softmax_slope(weights: torch.Tensor) -> torch.Tensor:
+    """The softmax's slope from its output: entry [i, j] is dw_i/ds_j = w_i (delta_ij - w_j),
+    for weights w (..., n) -> (..., n, n). No score is needed: the weights alone say how much
+    each moves when a score moves, and every entry is 0 when one weight is 1 (saturation)."""
+    weights = check_tensor("weights", weights, min_dim=1, floating=True)
+    return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)  # (..., n, n)
 
 
 def _largest_weight(q, k, v, upstream, scale) -> float:

@@ -20,7 +20,8 @@
 # - how the spread of $q \cdot k$ grows with $d_k$, and why;
 # - what that spread does to the softmax, how far towards *one-hot* (all the weight on one key)
 #   it goes without the division;
-# - how much gradient reaches the query, with and without the division;
+# - to write the softmax's slope, and how much gradient reaches the query, with and without the
+#   division;
 # - to write multi-head attention as a PyTorch module of your own, with masks, checked against
 #   attnlab's with the same weights.
 #
@@ -179,13 +180,63 @@ explorer.widget
 # %% [markdown]
 # ## 3 · How much gradient reaches the query
 #
-# Learning needs gradient. The softmax's slope,
-# $\partial w_i / \partial s_j = w_i(\delta_{ij} - w_j)$, is zero when one weight is 1 and the
-# others 0, so a *saturated* softmax (one weight near 1, the rest near 0) should pass almost
-# nothing back. We send a random gradient back from the attention output (as a later layer
-# would) and measure how much reaches the query, $\lVert \partial L / \partial q \rVert$, the
-# signal that trains the query projection $W_Q$: the median over 500 queries (16 keys,
-# 16-dimensional values).
+# Learning needs gradient, and the gradient reaches the scores through the softmax. Its
+# *slope* says how much weight $w_i$ moves when score $s_j$ moves:
+# $\partial w_i / \partial s_j = w_i(\delta_{ij} - w_j)$, where $\delta_{ij}$ (Kronecker's
+# delta) is 1 when $i = j$ and 0 otherwise. One query with $n$ keys has an $n \times n$ matrix
+# of slopes, and it needs only the weights, not the scores.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Implement** `my_softmax_slope(w)`: weights `w` of shape (..., n), each row summing to 1,
+# give the slopes (..., n, n), entry [i, j] $= w_i(\delta_{ij} - w_j)$, for a batch too. The
+# check compares yours with attnlab's on one row, a batch and a saturated row.
+#
+# <details><summary>Hint 1</summary>
+#
+# $\delta_{ij}$ is the identity matrix. Build the two terms, $w_i \delta_{ij}$ and
+# $w_i w_j$, as (..., n, n) tensors, one entry per pair (i, j).
+# </details>
+# <details><summary>Hint 2</summary>
+#
+# `torch.diag_embed(w)` puts `w` on the diagonal of an (..., n, n) matrix, and
+# `w.unsqueeze(-1) * w.unsqueeze(-2)` is the product $w_i w_j$ for every pair; subtract the
+# second from the first.
+# </details>
+
+# %% slideshow={"slide_type": "subslide"}
+def my_softmax_slope(w):
+    """w (..., n) softmax weights -> (..., n, n) slopes dw_i/ds_j."""
+    ### BEGIN SOLUTION
+    return torch.diag_embed(w) - w.unsqueeze(-1) * w.unsqueeze(-2)  # (..., n, n)
+    ### END SOLUTION
+
+
+softmax_slope = ex02.softmax_slope(my_softmax_slope)  # yours if right, attnlab's otherwise
+
+# %% [markdown]
+# Your slopes on the draws of the slider above: for each of 200 queries with eight keys, the
+# largest slope in absolute value, the median over the 200 queries.
+
+# %%
+print(f"{'d_k':>5} {'unscaled':>9} {'scaled':>7}   median largest |dw_i/ds_j|")
+slopes = {}
+for d in (4, 64, 256, 1024):
+    pairs = [scaling.softmax_pair(d, seed=s) for s in range(N_DRAWS)]
+    slopes[d] = {kind: np.median([softmax_slope(torch.from_numpy(p[kind])).abs().max().item()
+                                  for p in pairs]) for kind in ("unscaled", "scaled")}
+    print(f"{d:>5} {fmt(slopes[d]['unscaled'], 3):>9} {fmt(slopes[d]['scaled'], 3):>7}")
+
+# %% tags=["remove-cell"]
+assert slopes[1024]["unscaled"] < 1e-3 < 0.1 < slopes[1024]["scaled"], "vanishes; stays"
+assert all(0.1 < slopes[d]["scaled"] < 0.3 for d in slopes), "scaled: about 0.2 at every d_k"
+
+# %% [markdown]
+# With the scale the largest slope stays about 0.2 at every $d_k$. Without it, it falls to
+# 0.000 at $d_k = 1024$: where one weight is 1 and the others 0, every $w_i(\delta_{ij} - w_j)$
+# is 0, so a *saturated* softmax passes almost nothing back. How much of the gradient then
+# reaches the query? We send a random gradient back from the attention output (as a later
+# layer would) and measure $\lVert \partial L / \partial q \rVert$, the signal that trains
+# the query projection $W_Q$: the median over 500 queries (16 keys, 16-dimensional values).
 
 # %%
 grad = scaling.softmax_gradient_norm(d_ks, n_keys=16, n_samples=500, seed=0)
@@ -300,8 +351,9 @@ assert torch.allclose(weights[0, :, 0, 0], torch.ones(4)), "the first query read
 # - The spread of $q \cdot k$ grows like $\sqrt{d_k}$: about 16 at $d_k = 256$, a log-log slope
 #   of about 0.5; dividing by $\sqrt{d_k}$ brings it back to about 1.
 # - Without the division the softmax tends to one-hot (mean largest weight below 0.5 at
-#   $d_k = 4$, above 0.9 at 1024), and a saturated softmax passes almost no gradient: at
-#   $d_k = 1024$ the query gets hundreds of times less gradient without the scale than with it.
+#   $d_k = 4$, above 0.9 at 1024). Its slope $w_i(\delta_{ij} - w_j)$ then vanishes, so a
+#   saturated softmax passes almost no gradient: at $d_k = 1024$ the query gets hundreds of
+#   times less gradient without the scale than with it.
 # - All of this holds for queries and keys with entries of variance 1. A trained model's are
 #   learned: notebook 03 measures its own (in *Going further*).
 # - A multi-head attention module is four `nn.Linear` layers around that formula, each head

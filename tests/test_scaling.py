@@ -159,3 +159,13 @@ def test_the_folded_model_is_the_scaled_model_at_step_0():
 def test_a_folded_model_has_no_other_scale():
     with pytest.raises(ValueError, match="scale must be None with it"):
         scaling.initial_at_scale(scale=1.0, fold=True)
+
+
+def test_softmax_slope_is_the_softmaxs_jacobian_and_vanishes_when_saturated():
+    scores = torch.randn(2, 3, 5, dtype=torch.float64)
+    slope = scaling.softmax_slope(scores.softmax(-1))  # (2, 3, 5, 5)
+    jacobian = torch.autograd.functional.jacobian(lambda s: s.softmax(-1), scores[1, 2])  # (5, 5)
+    assert slope.shape == (2, 3, 5, 5) and torch.allclose(slope[1, 2], jacobian)
+    assert scaling.softmax_slope(torch.tensor([1.0, 0.0, 0.0])).abs().max() == 0
+    with pytest.raises(TypeError, match="weights must be a floating-point tensor"):
+        scaling.softmax_slope(torch.tensor([1, 0]))

@@ -1,6 +1,8 @@
 """The exercises of notebook 02 (why divide by √d_k), checked.
 
 - `std_at_256` (predict): std(q·k) at d_k = 256, guessed before it is measured;
+- `softmax_slope` (implement): the softmax's slope dw_i/ds_j = w_i(δ_ij − w_j) from the weights,
+  against `attnlab.scaling.softmax_slope`;
 - `multi_head_module` (implement): a multi-head attention `nn.Module` class of the student's own,
   with attnlab's weights loaded into it, against `attnlab.MultiHeadAttention` (no mask, padding,
   causal). Its answer is a class, not a function, so it is not an `Implement`: the classic
@@ -17,7 +19,10 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention, causal_mask
+from ..scaling import softmax_slope as _softmax_slope
 from . import (
+    Implement,
+    Like,
     Predict,
     Verdict,
     _kind,
@@ -36,6 +41,46 @@ std_at_256 = Predict(
     "predict std(q·k) at d_k = 256", tolerance=2.0, digits=2, example=16.36,
     lesson="q·k adds d_k terms of variance 1: the variances add up, and std is the square root "
            "of the variance.")
+
+
+# --- implement: the softmax's slope ---------------------------------------------------------------
+
+def _slope_inputs(seed: int = 3) -> list[tuple[torch.Tensor]]:
+    """Softmax weights: one row of four, a batch (2, 3, 5), and a saturated row (one weight near
+    1), so that a version for one vector only, or one that is only right near uniform, is caught."""
+    g = torch.Generator().manual_seed(seed)
+    scores = [torch.randn(4, generator=g, dtype=torch.float64),
+              torch.randn(2, 3, 5, generator=g, dtype=torch.float64),
+              torch.randn(6, generator=g, dtype=torch.float64) * 30]
+    return [(s.softmax(-1),) for s in scores]
+
+
+def _outer(w: torch.Tensor) -> torch.Tensor:
+    return w.unsqueeze(-1) * w.unsqueeze(-2)  # (..., n, n)   entry [i, j] = w_i·w_j
+
+
+softmax_slope = Implement(
+    "softmax slope", _softmax_slope, _slope_inputs,
+    mistakes=[
+        Like(lambda w: -_outer(w),
+             "your diagonal is −w_i²: δ_ij is missing, the w_i that only the diagonal (i = j) "
+             "gets"),
+        Like(lambda w: torch.diag_embed(w * (1 - w)),
+             "your diagonal w_i(1 − w_i) is right, but off the diagonal (i ≠ j) the slope is "
+             "−w_i·w_j, not 0"),
+        Like(lambda w: w.unsqueeze(-1) * (1 - w.unsqueeze(-2)),
+             "you wrote w_i(1 − w_j) everywhere: the 1 is δ_ij, so it belongs on the diagonal "
+             "only; off it the slope is −w_i·w_j"),
+        Like(lambda w: torch.diag_embed(w) - (w * w).unsqueeze(-2),
+             "off the diagonal yours is −w_j², the square of one weight: the slope is −w_i·w_j, "
+             "a column of w times a row of w"),
+    ],
+    hint=("δ_ij is the identity matrix. Build the two terms, w_i·δ_ij and w_i·w_j, as "
+          "(..., n, n) tensors, one entry per pair (i, j).",
+          "torch.diag_embed(w) puts w on the diagonal of an (..., n, n) matrix, and "
+          "w.unsqueeze(-1) * w.unsqueeze(-2) is the product w_i·w_j for every pair; subtract "
+          "the second from the first."),
+    what="your slopes")
 
 
 # --- implement: a multi-head attention module ----------------------------------------------------
