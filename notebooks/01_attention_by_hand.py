@@ -101,7 +101,7 @@ for j in range(len(K)):
 # %% [markdown]
 # **Step 3: softmax.** The *softmax* turns scores into weights that are positive and sum to 1:
 # $w_j = e^{s_j} / \sum_i e^{s_i}$. By hand first, then with `scaled_dot_product_attention`,
-# the one implementation the whole series uses.
+# which the whole series uses.
 
 # %%
 output, weights = attnlab.scaled_dot_product_attention(Q, K, V)  # (1, d_v), (1, 3)
@@ -124,10 +124,9 @@ ex01.predict_weights(guess, weights[0])
 
 # %% [markdown]
 # Key 1 does not match at all ($q \cdot k_1 = 0$), yet it gets 0.246 of the weight. Softmax never
-# gives exactly 0: $e^{s} > 0$ for every score $s$, so every key keeps a share. To exclude a key
-# (padding, or a future word that a model must not see), attention uses a *mask*: a True/False
-# per key, and a False key's score is replaced by a hugely negative number before the softmax,
-# so that its $e^{s}$ is exactly 0.
+# gives exactly 0: $e^{s} > 0$ for every score $s$. To exclude a key (padding, or a future word
+# that a model must not see), attention uses a *mask*: a True/False per key, and a False key's
+# score becomes a hugely negative number before the softmax, so its $e^{s}$ is exactly 0.
 
 # %%
 may_attend = torch.tensor([[True, False, True]])  # (1, 3)   False: the query may not see key 1
@@ -140,7 +139,7 @@ assert masked[0, 1].item() == 0.0 and torch.allclose(masked.sum(), torch.tensor(
 assert vec(masked[0]) == "[0.537, 0.000, 0.463]"
 
 # %% [markdown]
-# With the mask, key 1 gets exactly 0 and keys 0 and 2 share the whole weight.
+# With the mask, key 1 gets exactly 0.
 #
 # **Step 4: output.** The output is the weighted average of the values: $\sum_j w_j v_j$.
 
@@ -203,9 +202,8 @@ attention = ex01.attention(my_attention)  # your function if it is right, attnla
 # value. Attention is a *soft* lookup: every key matches a little, and you get a blend of the
 # values, weighted by how well each key matches.
 #
-# The longer the query vector, the larger the gaps between the scores and the more the softmax
-# concentrates on the best key. We stretch the query and measure how close the soft lookup gets
-# to the hard one.
+# The longer the query, the further apart the scores and the more the softmax concentrates on
+# the best key. We stretch the query and measure how close it gets to a hard lookup.
 
 # %%
 stretches = [1, 2, 4, 8, 16, 32]
@@ -233,8 +231,8 @@ show_figure()
 # %% [markdown]
 # ## Playground: make key 2 win
 #
-# Move the query with the sliders: the bars show the weights, and the output below them is the
-# weighted average of the values (the widget needs a live kernel).
+# Move the query with the sliders: the bars show the weights, and below them the output (the
+# widget needs a live kernel).
 #
 # **Explore:** key 2 has never won so far. Find a query (four numbers between −3 and 3) for which
 # key 2 gets the largest weight, with the sliders or by reasoning, and write it below.
@@ -308,8 +306,7 @@ ex01.predict_winner(winner_guess, w4[0])
 # still wins, 2.0 against 1.4: $q \cdot k = \lVert q\rVert\,\lVert k\rVert \cos\theta$, the
 # agreement of the directions times both lengths. A key wins by pointing the query's way *or* by
 # being long. To compare directions alone, scale every vector to length 1 first; then
-# $q \cdot k$ is the cosine. Notebook 05 does exactly that before it retrieves images by their
-# embeddings.
+# $q \cdot k$ is the cosine. Notebook 05 does that before retrieving images by their embeddings.
 
 # %% [markdown]
 # ## Several heads over a sentence
@@ -336,8 +333,7 @@ diagrams.show("qkv_heads")
 # ### Split the heads
 #
 # **Implement** `split_heads(x, n_heads)`: from x (B, T, d_model) to (B, n_heads, T, d_head),
-# where `[b, h, t]` is head h's slice of token t of sequence b. The check runs your function and
-# attnlab's on three random inputs.
+# where `[b, h, t]` is head h's slice of token t of sequence b.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -371,7 +367,7 @@ numbers = torch.arange(12.0).view(1, 2, 6)  # (B=1, T=2, d_model=6): token 0 is 
 print(split_heads(numbers, 3)[0])  # (H=3, T=2, d_head=2)
 
 # %% [markdown]
-# Head 0 holds the first two numbers of each token, head 1 the next two, head 2 the last two.
+# Head 0 holds each token's first two numbers, head 1 the next two, head 2 the last two.
 #
 # ### Merge the heads
 #

@@ -9,23 +9,21 @@
 # %% [markdown]
 # # 04 · What positional encodings are for
 #
-# Notebook 03's model added a learned position vector to every token. Did it need to? Here we
-# take the positions away, on a task where word order does not matter and on notebook 03's task,
-# where it is all that matters. Then we compare the ways of giving a model positions: a learned
-# table, the original Transformer's sinusoidal table, and rotary positions.
+# Notebook 03's model added a learned position vector to every token. Did it need to? We remove
+# positions on a task where word order does not matter and on one where it is all that matters, then
+# compare learned, sinusoidal and rotary positions.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - why self-attention without positions reads a sentence as a set of words, checked on a model;
-# - to run an ablation: the same model with and without positions, on a task that needs word
-#   order and on one that does not, and whether each trained model needs its attention at all;
-# - how big sinusoidal position vectors are next to the token vectors, and why the original
-#   Transformer multiplies its token vectors by √d_model (measured);
-# - how rotary positions turn queries and keys so that attention scores depend only on the
-#   distance between two tokens, and to write that turn yourself.
+# - why self-attention without positions reads a sentence as a set of words;
+# - to run an ablation on tasks that do and do not need word order, and to test whether a trained
+#   model needs its attention;
+# - how long sinusoidal position vectors are beside token vectors, and why the original Transformer
+#   multiplies token vectors by √d_model;
+# - how rotary positions make scores depend only on token distance, and to write the turn yourself.
 #
-# Assumes: notebook 03 (the TinyTransformer, its training loop and recipe, the contrast reviews,
+# Assumes: notebook 03 (the TinyTransformer and its recipe, the contrast reviews,
 # `attnlab.uniform_attention(model)`).
 
 # %% slideshow={"slide_type": "skip"}
@@ -70,11 +68,10 @@ ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 # %% [markdown]
 # ## Without positions, attention sees a set
 #
-# Self-attention compares every token with every other token by content alone. Shuffle the input
-# and each token still meets the same partners with the same scores: its output is the same,
-# only at its new place. This is **permutation equivariance**, and the mean pooling on top then
-# makes the prediction permutation *invariant*. We check it on untrained models: the argument
-# does not depend on the weights.
+# Self-attention compares tokens by content alone: shuffle the input and each token meets the same
+# partners with the same scores, so its output only moves to its new place. This is **permutation
+# equivariance**; mean pooling on top makes the prediction permutation *invariant*. The argument
+# does not depend on the weights: untrained models suffice.
 
 # %%
 words = "the plot was dull but the cast was superb".split()
@@ -104,20 +101,18 @@ c = change["sinusoidal"]
 assert c["states"] > 1 > 10 * c["mean"] and c["logits"] < c["mean"], "the mean moves little"
 
 # %% [markdown]
-# Without positions, shuffling only moves the token states around: each state is the same, at its
-# new place, so their mean and the logits do not change at all. With positions the states do
-# change, by more than 1, yet their mean moves more than ten times less: the shuffle hands the
-# same position vectors to other tokens, and the mean over the sentence still holds every token
-# and every position once. Training has to make the pairing of word and position matter.
-# Whether the order of the words matters depends on the task.
+# Without positions the shuffle only moves the token states; their mean and the logits do not change
+# at all. With positions the states change by more than 1, yet their mean moves more than ten times
+# less: the same position vectors go to other tokens, and the mean still holds each token and each
+# position once.
 
 # %% [markdown]
 # ## Two tasks
 #
-# - **bag**: one sentiment word among filler decides the label; where it stands is irrelevant.
+# - **bag**: one sentiment word among filler decides the label, wherever it stands.
 # - **contrast** (notebook 03's task): a sentiment word, "but", and a word of the other polarity;
-#   the word after "but" decides. Swap the two sentiment words and you get the **twin**: the
-#   same words, the opposite label. Both are equally likely.
+#   the word after "but" decides. Swap the two sentiment words and you get the **twin**: the same
+#   words, the opposite label. Both are equally likely.
 
 # %%
 for words, label, _ in make_reviews(2, seed=1):
@@ -149,15 +144,13 @@ guess = 0.5
 # %% [markdown]
 # ## The ablation
 #
-# The same TinyTransformer (notebook 03's recipe, trained in float64 as there) with learned
-# positions and with none, on both tasks. A seed sets the data, the initial weights and the batch
-# order; the runs that the comparisons below rest on have two seeds, the others one (each run
-# costs a few seconds). The contrast task trains for the recipe's 12 epochs: with learned
-# positions and seed 0 this is notebook 03's model. The bag task trains for 3 epochs.
+# Notebook 03's TinyTransformer and recipe (float64), with and without learned positions, on both
+# tasks. A seed sets the data, initial weights and batch order; runs that comparisons rest on have
+# two seeds, the others one. Contrast runs train for the recipe's 12 epochs (learned, seed 0:
+# notebook 03's model), bag runs for 3.
 #
-# Next to each test accuracy stands the accuracy of the same trained model under
-# `attnlab.uniform_attention(model)`, where every query gives every key the same weight: does the
-# model need its attention at all?
+# Beside each test accuracy: the accuracy under `attnlab.uniform_attention(model)`, where every
+# query gives every key the same weight. Does the model need its attention at all?
 
 # %% slideshow={"slide_type": "skip"}
 EPOCHS = {"bag": 3, "contrast": TINY.epochs}
@@ -219,17 +212,15 @@ assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast",
 ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
 
 # %% [markdown]
-# Both models solve the bag task, and both still do with uniform attention: one word decides
-# wherever it stands, so neither positions nor attention have anything to add, and removing
-# positions from a bag-of-words task "changes nothing". On the contrast task the model with
-# learned positions comes close to 1 in both seeds (seed 0 is notebook 03's model), and under
-# uniform attention loses much of it in each (chance: 0.5): it needs both. Over 55 models of
-# this recipe every one lost at least 8 points, most more than 40. Without
-# positions it stays near chance: an encoder without positions is a *bag-of-words* model, and
-# "dull but superb" and "superb but dull" are the same input to it (one seed: the twins below
-# show that no seed and no amount of training could do better).
+# Both models solve the bag task, with uniform attention too: there, removing positions "changes
+# nothing". On the contrast task learned positions come close to 1 in both seeds and lose much of it
+# under uniform attention in each (chance: 0.5): the model needs both. Over 55 models of this recipe
+# every one lost at least 8 points, most more than 40. Without positions the model stays near
+# chance: it is a *bag-of-words* model, to which "dull but superb" and "superb but dull" are the
+# same input (one seed: the twins below show that no seed and no amount of training could do
+# better).
 #
-# Is the model with learned positions still learning after 12 epochs, or on its plateau?
+# Are the learned runs still learning after 12 epochs?
 
 # %%
 def first_epoch_at(history, level=0.9):
@@ -247,12 +238,11 @@ assert all(4 <= first_epoch_at(r.history) <= 8 for r in runs["contrast", "learne
 assert min(plateau) >= 0.96, "the learned runs are on their plateau for the last 5 epochs"
 
 # %% [markdown]
-# Both learned runs pass 0.9 around the middle of the 12 epochs and stay at 0.96 or above for
-# the last five: they sit on their plateau (the curves come below, with the other encodings).
+# Both learned runs pass 0.9 around the middle of the 12 epochs and stay at 0.96 or above for the
+# last five: on their plateau.
 #
-# And why is the model without positions at chance, exactly? Give each test review its twin. A
-# model that sees only the bag of words gives both twins the same answer, so it is right on
-# exactly one of each pair:
+# Why exactly chance without positions? Pair each test review with its twin: a bag-of-words model
+# gives both the same answer, so it is right on exactly one of each pair:
 
 # %% slideshow={"slide_type": "skip"}
 SENTIMENT = torch.tensor([vocab.stoi[w] for w in POSITIVE + NEGATIVE])
@@ -288,8 +278,8 @@ assert min(on_twins["learned"]) > 0.97
 # %% [markdown]
 # ## Try it: both models side by side
 #
-# The seed-0 models of the contrast task. Words outside the vocabulary are marked with `?` and
-# read as "unknown". First a review and its twin:
+# The seed-0 contrast models. Words outside the vocabulary are marked `?` and read as "unknown". A
+# review and its twin:
 
 # %%
 compare = PredictionComparison({"learned positions": runs["contrast", "learned"][0].model,
@@ -307,9 +297,8 @@ assert abs(p_none[0] - p_none[1]) < 1e-12, "without positions both orders get th
 assert labels == ["positive", "negative"], "with positions the word after 'but' decides"
 
 # %% [markdown]
-# The model with positions gives the twins opposite answers; the one without gives both the same
-# probability. Type your own. Any text is read, but these models were trained only on "… but …"
-# reviews: outside that form they answer *not sure*, and say why.
+# With positions the twins get opposite answers; without, the same probability. Type your own:
+# trained only on "… but …" reviews, outside that form these models answer *not sure*, and say why.
 
 # %%
 compare.input.value = pair[0]
@@ -323,8 +312,8 @@ display(compare)
 # $$PE[p, 2i] = \sin(p\,\omega_i), \qquad PE[p, 2i+1] = \cos(p\,\omega_i), \qquad
 #   \omega_i = 10000^{-2i/d}$$
 #
-# Each pair of dimensions (2i, 2i + 1) is a point on a circle that turns by $\omega_i$ radians
-# from one position to the next: fast in the first pair (1 radian), slowly in the last.
+# Each pair of dimensions (2i, 2i + 1) is a point on a circle turning $\omega_i$ radians per
+# position: fast in the first pair (1 radian), slowly in the last.
 
 # %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 table = sinusoidal_table(MAX_LEN, d)  # (15, 32)   positions 0..14
@@ -359,9 +348,8 @@ ex04.sinusoidal_norm(guess_norm, norms.mean().item())
 assert torch.allclose(norms, torch.full_like(norms, 4.0))
 
 # %% [markdown]
-# And the vectors they are added to? `TinyTransformer` draws its token vectors with standard
-# deviation $d^{-1/2}$ and its learned position vectors with standard deviation 0.02. Their
-# lengths when training starts:
+# And the vectors they are added to? `TinyTransformer` draws token vectors with standard deviation
+# $d^{-1/2}$, learned position vectors with 0.02. Their lengths at the start:
 
 # %%
 fresh = {kind: initial_model(len(vocab), kind, seed=0) for kind in ("learned", "sinusoidal")}
@@ -380,12 +368,10 @@ assert 3 < length["sinusoidal position"] / length["token"] < 5, "about four time
 assert 5 < length["token"] / length["learned position"] < 15, "about ten times shorter"
 
 # %% [markdown]
-# The sinusoidal vectors are about four times as long as the token vectors; the learned ones
-# start about ten times shorter. The original Transformer also drew its token vectors small, and
-# multiplied them by $\sqrt{d_{model}}$ before adding the table: here that makes them longer
-# than the position vectors (the last line). What do the two sizes do to training?
-#
-# First, sinusoidal positions in the ablation, on both tasks:
+# Sinusoidal vectors are about four times as long as the token vectors; learned ones start about ten
+# times shorter. The original Transformer multiplied its small token vectors by $\sqrt{d_{model}}$
+# before adding the table; here that makes them longer than the position vectors (last line). First,
+# sinusoidal positions on both tasks:
 
 # %%
 train_runs({(task, "sinusoidal"): (0, 1) for task in ("bag", "contrast")})
@@ -405,18 +391,15 @@ assert max(uniform["contrast", "sinusoidal"]) < 0.8, "every contrast model needs
 assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 first, per seed"
 
 # %% [markdown]
-# Sinusoidal positions solve both tasks (above 0.95), and on the contrast task both seeds reach
-# 0.9 before either learned run. But look at the bag task under uniform attention: models that
-# only need one word, wherever it stands, lose test reviews without their attention (how many
-# varies from run to run, and a run may lose none), where the models with learned or no
-# positions lost at most one of 400. Uniform attention answers a question about a trained model, not about its task:
-# next to position vectors four times their size the words are faint, and these models came to
-# rely on attention, plausibly to pick the sentiment word out.
+# Sinusoidal positions solve both tasks (above 0.95), and on the contrast task both seeds reach 0.9
+# before either learned run. But on the bag task, where one word decides, these models lose test
+# reviews under uniform attention (how many varies from run to run, and a run may lose none);
+# learned or no positions lost at most one of 400. Uniform attention tests a trained model, not its
+# task: beside position vectors four times their size the words are faint, and these models came to
+# rely on attention.
 #
-# Does the size of the position vectors also slow the learning of the bag task, and does the
-# original Transformer's multiplication help? The test accuracy after each epoch without
-# positions, with sinusoidal positions, and with sinusoidal positions and the token vectors
-# multiplied by √d before training:
+# Does that size also slow the bag task, and does multiplying the token vectors by √d before
+# training help? Test accuracy per epoch:
 
 # %% slideshow={"slide_type": "subslide"}
 def train_rescaled(task, positions, seed, tokens=1.0):
@@ -455,23 +438,19 @@ show_figure()
 
 # %% [markdown]
 # Without positions both seeds are at 0.98 or above after two epochs; with sinusoidal positions
-# neither is. With the token vectors √d times longer, each seed is further along after the first
-# and after the second epoch than its run with the vectors as drawn (the same data, weights and
-# batches but for the scale), though after two epochs still behind the model without positions;
-# after the third, every run is at 0.95 or above. This
-# agrees with the usual explanation of the multiplication (the paper itself gives none): it
-# keeps the words from being buried under position vectors several times their size. Two seeds
-# on one task; whether the same change helps or hurts where order decides (the contrast task)
-# is an experiment you can run with `train_rescaled`.
+# neither is. Token vectors √d times longer put each seed ahead of its unscaled run (same data,
+# weights and batches) after epochs 1 and 2, though still behind the runs without positions after
+# two; after three, every run is at 0.95 or above. This fits the usual explanation (the paper gives
+# none): the multiplication keeps the words from being buried under position vectors several times
+# their size. Two seeds, one task; try the contrast task with `train_rescaled`.
 
 # %% [markdown]
 # ### Explore: learned positions at the size of the words
 #
-# The learned position vectors start about ten times shorter than the token vectors and must grow
-# before the model can read order from them. Does that explain why they reach 0.9 later than
-# sinusoidal ones? Scale the learned table to the size of the token vectors (standard deviation
-# $d^{-1/2}$) before training, train the contrast task with seed 0, and find the first epoch with
-# a test accuracy of at least 0.9. Compare it with the learned runs above.
+# Learned position vectors start about ten times shorter and must grow before the model can read
+# order from them. Does that explain why they reach 0.9 later than sinusoidal ones? Before training,
+# scale the learned table to the token vectors' standard deviation, $d^{-1/2}$; train the contrast
+# task with seed 0 and find the first epoch at 0.9 or above.
 
 # %% [markdown]
 # <details><summary>Hint 1</summary>
@@ -502,20 +481,18 @@ reach_rescaled = first_epoch_at(curve)
 reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
 
 # %% [markdown]
-# Compare your epoch with those of the learned and the sinusoidal runs printed above: how much
-# of the gap between them does the size of the table explain?
+# Compare your epoch with the learned and sinusoidal runs: how much of the gap between them does the
+# table's size explain?
 
 # %% [markdown]
 # ## Rotary positions: turn the query and the key
 #
-# Moving one place on turns each sinusoidal pair by a fixed angle, but the turned vector is then
-# *added* to the token vector, and the query and key projections mix the two. Rotary position
-# embedding (RoPE, used by LLaMA and most recent language models) applies the turn to the query
-# and the key themselves, inside attention, and adds nothing to the token vectors: pair i of a
-# query or key at position m is turned by the angle $m\,\theta_i$, with
-# $\theta_i = 10000^{-2i/d}$.
+# Sinusoidal pairs turn by a fixed angle per place, but are *added* to the token vector, and the
+# query and key projections mix the two. Rotary position embedding (RoPE) adds nothing; it turns the
+# query and key themselves, inside attention: pair i of a query or key at position m turns by the
+# angle $m\,\theta_i$, with $\theta_i = 10000^{-2i/d}$.
 #
-# Write the turn of one pair: the point $(x_1, x_2)$ turned by the angle $a = m\,\theta$ is
+# Write the turn of one pair: the point $(x_1, x_2)$ turned by $a = m\,\theta$ is
 # $(x_1 \cos a - x_2 \sin a,\; x_1 \sin a + x_2 \cos a)$.
 
 # %% [markdown]
@@ -548,8 +525,8 @@ def my_rotate_pair(pair, m, theta):
 rotate_pair = ex04.rotate_pair(my_rotate_pair)
 
 # %% [markdown]
-# A whole vector is its pairs, each turned with its own $\theta_i$. Built pair by pair, it is
-# `attnlab.rotary`; and a turn changes no length:
+# Turning each pair of a vector with its own $\theta_i$ gives `attnlab.rotary`; a turn changes no
+# length:
 
 # %%
 T, d_head = 12, 8
@@ -567,12 +544,12 @@ print("every length unchanged (to 1e-12):", length_change < 1e-12)
 assert same and length_change < 1e-12
 
 # %% [markdown]
-# Why turn q and k? Because the score then sees only the distance. Turning q by $m\theta$ and k
-# by $n\theta$ changes their dot product as turning q alone by $(m - n)\theta$ would:
-# $(R_m q) \cdot (R_n k) = q \cdot R_{n-m} k$. We test it in an untrained attention layer: a
-# word a at position m asks, a word b at position n answers; every (m, n) gives one score. If
-# the score depends only on m − n, moving both words on by the same number of places changes
-# nothing. The same layer without rotary, with the sinusoidal table added to the words instead:
+# Why turn q and k? Then the score sees only the distance: turning q by $m\theta$ and k by $n\theta$
+# changes their dot product as turning q alone by $(m - n)\theta$ would,
+# $(R_m q) \cdot (R_n k) = q \cdot R_{n-m} k$. In an untrained layer, word a asks from position m,
+# word b answers from n; if the score depends only on m − n, moving both on by the same number of
+# places changes nothing. The same layer without rotary, the sinusoidal table added to the words
+# instead:
 
 # %%
 n_pos = 16
@@ -613,15 +590,13 @@ fig.tight_layout()
 show_figure()
 
 # %% [markdown]
-# With rotary positions every diagonal of the score matrix holds one value: the score is a
-# function of m − n alone, to float precision. With the sinusoidal table added, moving both
-# words on changes a score by up to several times the scores' standard deviation: the words' own
-# vectors meet the position vectors inside the projections, and the score depends on where each
-# word is, not only on the distance. Training may or may not learn around that (not measured
-# here); rotary builds it in.
+# With rotary positions every diagonal of the score matrix holds one value: the score depends on
+# m − n alone, to float precision. With the sinusoidal table added, moving both words on changes a
+# score by up to several times the scores' standard deviation: the score depends on where each word
+# is. Training may or may not learn around that (not measured here); rotary builds it in.
 #
-# Rotary positions in the encoder, on the contrast task (one run, seed 0: the data and batch
-# order of the first learned run):
+# Rotary positions on the contrast task (one run, seed 0: the first learned run's data and batch
+# order):
 
 # %%
 train_runs({("contrast", "rotary"): (0,)})
@@ -635,9 +610,9 @@ assert table["contrast", "rotary"][1][0] < 0.8, "and needs attention to"
 assert reach["rotary"][0] > max(reach["learned"]), "later than learned, in this run"
 
 # %% [markdown]
-# Rotary positions solve the contrast task too, and need attention to: they act only through it.
-# In this one run they reach 0.9 later than either learned run; one run says nothing about
-# whether that holds in general. All encoder runs, side by side:
+# Rotary positions solve the contrast task too, and need attention to: they act only through it. In
+# this one run they reach 0.9 later than either learned run; one run cannot say whether that holds
+# in general. All runs:
 
 # %% tags=["hide-input"]
 accuracy_curves({p: [r.history for r in runs["contrast", p]]
@@ -659,18 +634,16 @@ assert all(a < 0.6 and abs(a - u) < 0.05 for a, u in zip(*table["contrast", "non
 # %% [markdown]
 # ## What we learned
 #
-# - Self-attention without positions is permutation-equivariant, and with mean pooling the
-#   encoder reads a set: on the contrast task it is right on exactly one review of each twin
-#   pair, at chance, while on the bag task positions add nothing measurable. "Removing it
-#   changed nothing" is a statement about the task: test an ablation on a task that needs what
-#   was removed.
-# - Uniform attention tells whether a trained model needs its attention: the bag models with
-#   learned or no positions do not; every contrast model with positions does (it loses more
-#   than 5 points, the sinusoidal and rotary ones more than 35); the one without positions is
-#   at chance either way. Sinusoidal bag models may, in part: a model can rely on attention where its task does not.
-# - Sinusoidal position vectors are four times as long as the token vectors here. Multiplying the
-#   token vectors by √d_model, as the original Transformer does, made the bag task learn faster
-#   in both seeds. On the contrast task sinusoidal positions reached 0.9 before learned ones in
-#   both seeds; rotary ones later, in one run.
+# - Without positions, self-attention is permutation-equivariant and, with mean pooling, reads a
+#   set: at chance on the contrast task (right on exactly one of each twin pair). On the bag task
+#   positions add nothing measurable: test an ablation on a task that needs what was removed.
+# - Uniform attention tells whether a trained model needs attention: bag models with learned or no
+#   positions do not; every contrast model with positions does (losing over 5 points; sinusoidal and
+#   rotary, over 35). Sinusoidal bag models may, in part: a model can rely on attention its task
+#   does not need.
+# - Sinusoidal position vectors are four times the token vectors' length here; scaling token vectors
+#   by √d_model, as the original Transformer does, sped up the bag task in both seeds. On the
+#   contrast task sinusoidal positions reached 0.9 before learned ones (both seeds), rotary later
+#   (one run).
 # - Rotary positions turn q and k: lengths stay, and the score depends only on m − n, to float
 #   precision; with an added sinusoidal table it does not.

@@ -9,27 +9,23 @@
 # %% [markdown]
 # # 08 · What attention costs
 #
-# Every token of self-attention looks at every other token directly. This notebook measures what
-# that costs (operations, time, memory), what it buys against a recurrent layer, and the tricks
-# that make it affordable when a model generates text.
-#
-# The measuring code is in `attnlab.cost`. Times are medians of several runs on this thread's
-# CPU clock: yours will differ from the ones shown.
+# Self-attention lets every token read every other directly. What does that cost, and how do
+# generating models afford it? Times below are medians of several runs on this thread's CPU
+# clock; yours will differ.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - to count an attention layer's operations and predict how they grow with the context length
-#   T, and to measure its time and memory against T;
-# - what attention buys against a recurrent layer (LSTM): a chain of dependent steps that does
-#   not grow with T;
-# - to build one decoding step with a KV cache, and what it saves against recomputing the past;
-# - to compute a real model's cache size from its configuration, and what fewer key/value heads
-#   (grouped-query attention) save;
-# - the online softmax: attention block by block, with memory that grows like T.
+# - to count attention's operations, predict their growth with the context length T, and
+#   measure time and memory;
+# - what it buys against a recurrent layer (LSTM): a chain of dependent steps that does not grow
+#   with T;
+# - to build a KV-cache decoding step, and what it saves;
+# - to size a real model's cache, and what fewer key/value heads (grouped-query attention) save;
+# - the online softmax: block-by-block attention in memory that grows like T.
 #
-# Assumes: notebook 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), notebook 04
-# (rotary positions), notebook 07 (the causal mask, generating one token at a time).
+# Assumes notebooks 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), 04 (rotary
+# positions) and 07 (the causal mask, token-by-token generation).
 
 # %% slideshow={"slide_type": "skip"}
 import math
@@ -65,16 +61,16 @@ def length_axes(ax, lengths, ylabel, title):
 # %% [markdown]
 # ## 1 · Counting operations: four times the context
 #
-# A FLOP is one floating-point multiply or add. A self-attention layer over T tokens of width d
-# does two kinds of matrix products:
+# A FLOP is one floating-point multiply or add. Over T tokens of width d, self-attention does two
+# kinds of matrix product:
 #
 # - four projections, $Q = XW_Q$, $K = XW_K$, $V = XW_V$ and the output $W_O$: each a
 #   (T, d) @ (d, d) product of 2·T·d² FLOPs, 8·T·d² together;
 # - the score part, $QK^\top$ and then weights·$V$: 2·T·T·d FLOPs each, 4·T²·d together.
 #
-# `cost.count_flops` counts the products PyTorch actually runs. **Predict first:** the layer
-# below has d = 64 and reads T = 64 tokens. With a 4× longer context (T = 256), by what factor
-# grow the FLOPs of (a) the score part, (b) the projections, (c) the whole layer?
+# `cost.count_flops` counts the products PyTorch runs. **Predict first:** the layer below has
+# d = 64 and reads T = 64 tokens. With a 4× longer context (T = 256), by what factor grow the
+# FLOPs of (a) the score part, (b) the projections, (c) the whole layer?
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the class: d = 64, the context grows from T = 64 to T = 256. By what factor grow the
@@ -114,9 +110,9 @@ assert flop_ratios == [16, 4, 8]
 ex08.flop_ratios(flop_guess, flop_ratios)
 
 # %% [markdown]
-# The score part grew 16× (T²), the projections 4× (T), and the whole layer 8×, in between: at
-# T = d the two parts are of the same order. As T grows past d the T² part takes over, and the
-# layer's ratio for 4× the context climbs towards 16 (from the formula, `cost.layer_flops`):
+# Score part 16× (T²), projections 4× (T), whole layer 8×: at T = d both parts are of the same
+# order. Past d the T² part takes over and the ratio climbs towards 16 (from the formula,
+# `cost.layer_flops`):
 
 # %%
 layer_grid = [16, 64, 256, 1024, 4096]
@@ -131,12 +127,10 @@ assert all(4 < r < 16 for r in grid_ratios) and all(np.diff(grid_ratios) > 0)
 # %% [markdown]
 # ## 2 · Time and memory against T
 #
-# `attnlab.scaled_dot_product_attention` computes attention as the equation writes it: it
-# stores the T×T matrix of scores, then the T×T matrix of weights. PyTorch's
-# `F.scaled_dot_product_attention` is a *fused kernel*: one compiled function that computes the
-# same output without handing back any intermediate result. Same inputs for both: one sequence,
-# 2 heads of width 64. `cost.peak_memory` reads every allocation PyTorch makes during the call
-# and reports the most bytes held at once.
+# `attnlab.scaled_dot_product_attention` follows the equation, storing a T×T matrix of scores,
+# then one of weights. PyTorch's `F.scaled_dot_product_attention` is a *fused kernel*: one
+# compiled function computing the same output without handing back intermediate results.
+# Input: 2 heads of width 64. `cost.peak_memory`: the most bytes held at once during a call.
 
 # %% slideshow={"slide_type": "skip"}
 SEQ_LENS = [256, 512, 1024, 2048]
@@ -146,8 +140,8 @@ IMPLS = {"written out": attnlab.scaled_dot_product_attention,
          "fused": F.scaled_dot_product_attention}
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# First time, and the fused kernel's memory; both depend on the machine. The *log-log slope* is
-# the exponent p in time ∝ T^p: 2 means the time grows like T².
+# Time, and the fused kernel's memory (machine-dependent). The *log-log slope* is the exponent p
+# in time ∝ T^p.
 
 # %% tags=["nbval-ignore-output"]
 with torch.no_grad():
@@ -169,8 +163,8 @@ assert all(1.4 < s < 3.5 for s in slopes[:2]) and slopes[2] < 1.5, slopes
 assert fused_mem[-1] < 4 * HEADS * SEQ_LENS[-1] ** 2, "the fused kernel must not hold a T×T matrix"
 
 # %% [markdown]
-# The written-out version's memory is the same on every machine (the same allocations), so it is
-# compared with one (H, T, T) float32 matrix counted by hand, 4 bytes · H · T²:
+# The written-out memory, the same on every machine, against one (H, T, T) float32 matrix,
+# 4 bytes · H · T²:
 
 # %%
 with torch.no_grad():
@@ -207,21 +201,19 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# Both versions do the same T² operations, and their times grow much faster than T (log-log
-# slopes above 1.4; this machine's caches and fixed costs bend the lines). Memory differs: the
-# written-out peak is a little more than two T×T matrices at every T (2.03 to 2.25 of one:
-# scores and weights exist at the same moment), 65.00 MiB at T = 2048. The fused kernel's peak
-# stays below one T×T matrix: it never stores one. Section 6 shows how.
+# Both do the same T² operations; their times grow much faster than T (log-log slopes above 1.4,
+# bent by this machine's caches and fixed costs). The written-out peak is 2.03 to 2.25 T×T
+# matrices (scores and weights coexist), 65.00 MiB at T = 2048. The fused kernel never stores
+# one: its peak stays below one.
 
 # %% [markdown]
 # ## 3 · Attention against recurrence
 #
-# A recurrent layer reads the tokens one at a time and carries a state from each step to the
-# next: an LSTM (long short-term memory) computes its memory $c_t$ from $c_{t-1}$. Its
-# operations grow only like T, but step t needs step t−1. `cost.dependency_depth` finds the longest chain of operations
-# that must run one after another, from the first token to the last output, in the autograd
-# graph (the record PyTorch keeps of every operation, to compute gradients). A parallel machine
-# can run everything else side by side, but not this chain.
+# A recurrent layer reads tokens one at a time, carrying a state from step to step: an LSTM (long
+# short-term memory) computes its memory $c_t$ from $c_{t-1}$. Its operations grow only like T,
+# but step t needs step t−1. `cost.dependency_depth` finds the longest chain of operations that
+# must run in sequence, from the first token to the last output, in the autograd graph (PyTorch's
+# record of operations, kept for gradients). Parallel hardware cannot run it side by side.
 
 # %%
 LAYER_LENS = [64, 256, 1024]
@@ -240,42 +232,33 @@ assert mflops["attention", 64] < mflops["lstm", 64] and mflops["attention", 256]
 assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 
 # %% [markdown]
-# The LSTM's chain grows by 8 operations per token (8200 at T = 1024); attention's is 25 at
-# every length. Attention does more operations than the LSTM from T = 256 on, 302 against 67
-# MFLOPs at T = 1024, but none of them waits for the previous token.
+# The LSTM's chain grows by 8 operations per token (8200 at T = 1024); attention's is 25 at every
+# length. From T = 256 on, attention does more operations (302 against 67 MFLOPs at T = 1024),
+# none waiting for the previous token.
 
 # %% [markdown]
 # ## 4 · Generating text: the KV (key-value) cache
 #
-# A decoder (notebook 07) generates one token at a time: it computes the output at position t
-# from tokens 0..t, appends the next token, and runs again. Under the causal mask no position
-# attends to a later one, so the keys and values of the earlier tokens come out the same at
-# every later step. Without a cache the layer recomputes them anyway: the whole prefix goes
-# through it at each step (`kv_cache.recompute_step`). A *KV cache* keeps them, and a step
-# handles only the new token.
+# When a decoder (notebook 07) generates a token, the causal mask leaves earlier tokens' keys and
+# values unchanged, yet without a cache the layer recomputes the whole prefix
+# (`kv_cache.recompute_step`). A *KV cache* keeps them: a step handles only the new token.
 #
-# Many models have fewer key/value heads than query heads:
-# `MultiHeadAttention(d_model, n_heads, n_kv_heads=...)` projects the keys and values into
-# n_kv_heads heads only, and each serves a group of G = n_heads / n_kv_heads query heads, in
-# order: query head h reads key/value head h // G. n_kv_heads = n_heads is the classic layer,
-# 1 is *multi-query* attention, anything between is *grouped-query* attention. The cache stores
-# the n_kv_heads heads.
+# In `MultiHeadAttention(d_model, n_heads, n_kv_heads=...)` keys and values can have fewer heads
+# than queries: each serves a group of G = n_heads / n_kv_heads query heads, in order (query head
+# h reads key/value head h // G). n_kv_heads = n_heads is the classic layer, 1 is *multi-query*
+# attention, anything between *grouped-query* attention.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Your turn:** write `my_decode_step(attn, x_t, cache)`. `x_t` (B, 1, d_model) is the new
-# token; `cache` holds the keys and values of the tokens before it, (B, n_kv_heads, t − 1, D).
-# Return the layer's output for x_t, (B, 1, d_model), and leave x_t's key and value in the
-# cache. The pieces:
+# token, `cache` the keys and values of the t − 1 tokens before it, (B, n_kv_heads, t − 1, D).
+# Return x_t's output, (B, 1, d_model), leaving its key and value in the cache:
 #
 # - `attn.project(x_t, positions=torch.tensor([len(cache)]))` → q (B, n_heads, 1, D), k and v
-#   (B, n_kv_heads, 1, D); with rotary positions (notebook 04) the new token must be rotated
-#   where it sits, at position len(cache);
+#   (B, n_kv_heads, 1, D); rotary layers (notebook 04) rotate the new token where it sits,
+#   at len(cache);
 # - `cache.append(k, v)` stores them and returns every key and value so far, (B, n_kv_heads, t, D);
 # - `attnlab.scaled_dot_product_attention(q, keys, values)` → (output, weights) once each query
 #   head has its key/value head; `merge_heads` (B, H, 1, D) → (B, 1, H·D); `attn.out`.
-#
-# The check runs your step token after token on a grouped-query layer and a rotary multi-query
-# one, and compares each output with `kv_cache.recompute_step` on the whole prefix.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -306,8 +289,8 @@ def my_decode_step(attn, x_t, cache):
 my_decode_step = ex08.decode_step(my_decode_step)  # yours if it is right, attnlab's otherwise
 
 # %% [markdown]
-# Now 48 tokens, one by one, with whichever step the check returned, on three layers of 8 query
-# heads: 8 key/value heads, 2, and 1 (rotary). Random vectors stand in for the embedded tokens.
+# Your step (or attnlab's) on 48 tokens one by one, in layers of 8 query heads with 8, 2 and 1
+# (rotary) key/value heads:
 
 # %%
 T_DEC = 48
@@ -333,14 +316,12 @@ assert all(agree.values())
 assert held == {n: 2 * T_DEC * n * (D_MODEL // 8) * 4 for n in decoders}
 
 # %% [markdown]
-# Same outputs as recomputing, at every step, for all three layers; the cache of the layer with
-# 1 key/value head is 8 times smaller than the classic layer's.
+# Cached = recomputed at every step, all three layers; 1 key/value head makes the cache 8 times
+# smaller than the classic layer's.
 #
-# **Work per step.** For the classic layer of section 1 (d = 64, 4 heads) at position t
-# (t tokens so far, the new one included), the cached step costs 8·d² + 4·t·d FLOPs: the four
-# projections of one token, then one query against t keys and values. The recomputed step costs
-# the whole layer over t tokens, 8·t·d² + 4·t²·d. Each position's cache is first filled with the
-# t − 1 tokens before it in one pass (`kv_cache.prefill`, as a server does with a prompt).
+# **Work per step.** For section 1's layer (d = 64) at position t (t tokens, the new one
+# included), a cached step, four one-token projections and one query against t keys and values,
+# costs 8·d² + 4·t·d FLOPs; a recomputed step, the whole layer over t tokens, 8·t·d² + 4·t²·d.
 
 # %%
 POSITIONS = [64, 128, 256, 512, 1024]
@@ -366,7 +347,7 @@ assert all(n == kv_cache.step_flops(t, D_MODEL, cached=kind == "cached")
 assert [b / a for a, b in zip(cached_f, recomputed_f)] == POSITIONS
 
 # %% [markdown]
-# The recomputed step costs exactly t times the cached one, 1024× at t = 1024:
+# Recomputing costs exactly t times the cached FLOPs, 1024× at t = 1024:
 # 8·t·d² + 4·t²·d is t · (8·d² + 4·t·d). Now in time:
 
 # %% tags=["nbval-ignore-output"]
@@ -401,24 +382,20 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# Without the cache a step's time grows steeply with t (log-log slope above 1.3); with it, it
-# hardly grows (slope below 0.6), although its FLOPs grow 6× from t = 64 to 1024: a one-token
-# step does too little arithmetic to keep the CPU busy, and fixed costs take most of its time.
-# So the speed-up at t = 1024 is large (more than 20× here) but below the 1024× FLOP ratio: time
-# is not FLOPs. The price of the cache is memory, which grows with every token.
+# Recomputed, a step's time grows steeply with t (log-log slope above 1.3); cached, it hardly
+# grows (slope below 0.6) though its FLOPs grow 6× from t = 64 to 1024: one token is too little
+# work to keep the CPU busy, and fixed costs dominate. The speed-up at t = 1024 (more than 20×
+# here) stays below the 1024× FLOP ratio. The price: memory that grows with every token.
 
 # %% [markdown]
 # ## 5 · The cache in real models: fewer key/value heads
 #
-# How much memory is that in a real model? A model's configuration lists its layers, its width
-# d_model, its query heads and its key/value heads, and its numbers are stored in 16 bits
-# (2 bytes) when it generates.
+# A real model's configuration gives its layers, width d_model, query heads and key/value heads;
+# generation uses 16-bit (2-byte) numbers.
 #
 # **Your turn:** write `my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads,
-# bytes_per_number)`: the bytes the KV cache holds for one token of context, for the whole
-# model. The check passes a table of configurations: each argument is a tensor of whole numbers,
-# one entry per configuration, so write the formula with tensor arithmetic (`//` divides whole
-# numbers and keeps them whole).
+# bytes_per_number)`: the whole model's KV cache bytes per token of context. Each argument is a
+# tensor of whole numbers, one entry per configuration (`//` keeps them whole).
 #
 # <details><summary>Hint 1</summary>
 #
@@ -443,16 +420,14 @@ def my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number)
 my_bytes_per_token = ex08.bytes_per_token(my_bytes_per_token)  # yours if right, else attnlab's
 
 # %% [markdown]
-# One decoding step, drawn: the new token's keys and values join the cache, and with fewer
-# key/value heads than query heads each cached head serves a group of queries.
+# One decoding step with grouped key/value heads, drawn:
 
 # %% tags=["hide-input"]
 diagrams.show("kv_cache_gqa")
 
 # %% [markdown]
-# Published configurations (from the models' `config.json`), 16-bit. Mistral 7B v0.1 also has a
-# *sliding window*: each token attends only to the 4096 before it, so the cache never holds more
-# than 4096 tokens.
+# Published configurations (the models' `config.json`), 16-bit. Mistral 7B v0.1 has a *sliding
+# window*: each token attends only to the 4096 before it, so its cache stops at 4096 tokens.
 
 # %%
 MODELS = {  # name: (layers, d_model, query heads, key/value heads, sliding window or None)
@@ -484,8 +459,7 @@ assert [cache_size["Mistral 7B v0.1", c] / 2**30 for c in CONTEXTS] == [0.5, 0.5
 assert cache_size["Llama 2 70B", 32768] / 2**30 == 10
 
 # %% [markdown]
-# The formula should count what a cache really allocates. At small scale, 16 tokens, a
-# `KVCache` per layer with each model's real head count and head size, in 16-bit:
+# The formula against what `KVCache` allocates for 16 tokens (one cache per layer, 16-bit):
 
 # %%
 SMALL = 16
@@ -506,25 +480,22 @@ for name, b in zip(MODELS, per_token):
     assert sum(c.nbytes for c in stack) == SMALL * int(b)
 
 # %% [markdown]
-# A 7B model with 32 key/value heads holds 512 KiB per token: 2 GiB of cache at 4k tokens of
-# context and 16 GiB at 32k, for one sequence. The same layers with 8 key/value heads hold a
-# quarter of that (4 GiB at 32k), and Mistral's sliding window stops the cache at 0.5 GiB
-# however long the context. Falcon 7B's single key/value head needs 8 KiB per token.
+# With 32 key/value heads a 7B model's cache holds 512 KiB per token: 2 GiB at 4k tokens and
+# 16 GiB at 32k, for one sequence. With 8, a quarter (4 GiB at 32k); Mistral's sliding window caps
+# it at 0.5 GiB. Falcon 7B's single key/value head needs 8 KiB per token.
 
 # %% [markdown]
 # ## 6 · The online softmax: how a fused kernel avoids the T×T matrix
 #
-# $\text{softmax}(s)_j = e^{s_j - m} / \sum_i e^{s_i - m}$, with $m$ the largest score of the row
-# (subtracted so that exp cannot overflow). It seems to need the whole row of T scores before
-# any weight is known. It does not. Go through the keys block by block and keep, for each
-# query, a running max $m$, a running total $\sum e^{s - m}$ and $\text{acc} = \sum e^{s - m} v$.
-# When a block brings a larger max $m'$, what was kept was measured against the old $m$: multiply
-# total and acc by $e^{m - m'}$, then add the block's terms. After the last block,
-# acc / total is the attention output. This is the *online softmax* (Milakov and Gimelshein
-# 2018), the core of FlashAttention (Dao et al. 2022).
+# $\text{softmax}(s)_j = e^{s_j - m} / \sum_i e^{s_i - m}$, with $m$ the row's largest score
+# (subtracted so exp cannot overflow). Block by block over the keys, keep for each query a running
+# max $m$, total $\sum e^{s - m}$ and $\text{acc} = \sum e^{s - m} v$. When a block brings a
+# larger max $m'$, multiply total and acc (measured against the old $m$) by $e^{m - m'}$, then add
+# the block's terms. After the last block, acc / total is the attention output: the *online
+# softmax* (Milakov and Gimelshein 2018), the core of FlashAttention (Dao et al. 2022).
 #
 # **Your turn:** write `online_update(m, total, acc, scores, v_block)`: fold one block into the
-# state and return the new `(m, total, acc)`. Shapes: m and total (..., T_q, 1), acc
+# state, returning the new `(m, total, acc)`. Shapes: m and total (..., T_q, 1), acc
 # (..., T_q, d_v), scores (..., T_q, block), v_block (..., block, d_v).
 #
 # <details><summary>Hint 1</summary>
@@ -554,13 +525,13 @@ def online_update(m, total, acc, scores, v_block):
 online_update = ex08.online_update(online_update)  # yours if it is right, attnlab's otherwise
 
 # %% [markdown]
-# What `online_update` does, drawn for one query and blocks (tiles) of 4 keys:
+# `online_update`, drawn for one query and blocks (tiles) of 4 keys:
 
 # %% tags=["hide-input"]
 diagrams.show("online_softmax_tiles")
 
 # %% [markdown]
-# Attention in two blocks of 8 keys, with whichever `online_update` the check returned:
+# Two blocks of 8 keys, with the `online_update` the check returned:
 
 # %%
 q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))  # 16 queries and keys, d = 8
@@ -578,9 +549,8 @@ print(f"two blocks = full attention (to 1e-6): {same}")
 assert same
 
 # %% [markdown]
-# `online_softmax.blockwise_attention` runs the same update over blocks of 128 keys. Against the
-# written-out attention on the inputs of section 2, first the largest difference, in float64
-# (about 16 significant digits) and in float32 (about 7):
+# `online_softmax.blockwise_attention` runs the update over blocks of 128 keys. Its largest
+# difference from written-out attention on section 2's inputs, in float64 and float32:
 
 # %%
 def largest_difference(dtype):
@@ -600,7 +570,7 @@ print(f"largest |block by block - written out|: float64 below 1e-12: {err64 < 1e
 assert err64 < 1e-12 and err32 < 1e-6
 
 # %% [markdown]
-# Then the peak memory of each:
+# And the peak memory:
 
 # %%
 with torch.no_grad():
@@ -619,26 +589,26 @@ gap = ours_mem / online_mem
 assert all(gap[1:] / gap[:-1] > 1.8) and 0.9 < gap[0] < 1.1
 
 # %% [markdown]
-# Block by block gives the same attention: within 1e-6 in float32 and 1e-12 in float64, so only
-# rounding separates the two. Its peak memory grows like T (slope 1.00), not T²: one block of
-# 128 scores per query exists at a time, never a whole row. At T = 256 the two peaks are about
-# the same; at T = 2048 it needs 7.2× less memory, the gap about doubling with every doubling of
-# T. This is how the fused kernel of section 2 stays below one T×T matrix.
+# Block by block matches within 1e-6 in float32 and 1e-12 in float64: only rounding separates
+# them. Its peak memory grows like T (slope 1.00), not T²: one block of 128 scores per query
+# exists at a time. The peaks are about equal at T = 256; at T = 2048 it needs 7.2× less, the
+# gap about doubling with each doubling of T. This is how section 2's fused kernel stays below
+# one T×T matrix.
 
 # %% [markdown]
 # ## What we learned
 #
-# - Counted exactly, 4× the context multiplied the score FLOPs by 16, the projection FLOPs by 4
-#   and the whole layer's by 8 at T = d = 64: the T² part dominates only once T is well above d.
-# - Attention written out holds two T×T matrices at its peak (65.00 MiB at T = 2048); the fused
-#   kernel does the same T² operations in less than one T×T matrix.
-# - An LSTM's chain of dependent steps grows with T (8200 at T = 1024), attention's stays 25.
-# - A KV cache step (yours) gives the same outputs as recomputing the prefix, and does t times
-#   fewer FLOPs at position t (1024× at t = 1024), for memory that grows with every token.
-# - A 7B model's cache holds 512 KiB per token with 32 key/value heads, 128 KiB with 8: 16 GiB
-#   against 4 GiB at 32k tokens.
-# - The online softmax gives the same attention block by block, with a peak memory that grows
-#   like T (9.08 MiB at T = 2048): the idea inside fused attention kernels.
+# - 4× the context: score FLOPs ×16, projections ×4, whole layer ×8 at T = d = 64; T² dominates
+#   only once T is well above d.
+# - Written-out attention peaks at two T×T matrices (65.00 MiB at T = 2048), the fused kernel
+#   below one.
+# - An LSTM's dependency chain grows with T (8200 at T = 1024); attention's stays 25.
+# - A KV cache step matches recomputing with t times fewer FLOPs at position t (1024× at
+#   t = 1024), but its memory grows with every token.
+# - A 7B model's cache: 512 KiB per token with 32 key/value heads, 128 KiB with 8 (16 against
+#   4 GiB at 32k tokens).
+# - The online softmax: the same attention block by block, peak memory growing like T (9.08 MiB
+#   at T = 2048); the idea inside fused kernels.
 
 # %% [markdown]
 # ## Going further
