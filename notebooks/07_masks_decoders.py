@@ -9,23 +9,20 @@
 # %% [markdown]
 # # 07 · Masks, decoders and generation
 #
-# The encoder of notebooks 03 and 04 reads a whole sentence at once. A *decoder* writes one: it
-# predicts the next token, appends it, and predicts again. That is how GPT-style models
-# generate text, and it needs one new line of attention, the *causal mask*.
+# The encoder of notebooks 03 and 04 reads a whole sentence at once. A *decoder* writes one, as
+# GPT-style models do: predict the next token, append it, repeat. It needs one new line of
+# attention: the *causal mask*.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - the causal mask, and one mask for padding and the future together, built yourself;
-# - the decoder's loss by teacher forcing, written yourself, and what leaks without the mask;
-# - whether the decoder needs its attention, where it looks, and the token it "rests" on;
-# - the decoder block with cross-attention, written out, and the alignment it learns;
-# - optional, in "Going further": greedy decoding, beam search and sampling compared, and what
-#   notebook 04's position encodings do past the training length.
+# - the causal mask, joined with a padding mask, built yourself;
+# - the teacher-forcing loss, written yourself; what leaks without the mask;
+# - whether the decoder needs attention, where it looks, the token it "rests" on;
+# - the decoder block with cross-attention, post-norm and pre-norm, and the alignment it learns;
+# - optional: greedy decoding, beam search, sampling; position encodings past the training length.
 #
-# Assumes: notebook 01 (attention, masks, heads) and notebook 03 (an encoder block, trained
-# with Adam on a cross-entropy loss); section 5 refers to notebook 06's `[CLS]` test, and
-# "Going further" to notebook 04's position encodings.
+# Assumes: notebooks 01 and 03 (section 5: notebook 06's `[CLS]` test).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -34,6 +31,7 @@ import torch.nn.functional as F
 
 import attnlab
 from attnlab import diagrams
+from attnlab.blocks import DecoderBlock
 from attnlab.exercises import ex07
 from attnlab.generation import (
     LENGTH,
@@ -62,19 +60,16 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## 1 · The causal mask
 #
-# A decoder is trained on whole sequences at once: every position predicts the token after it,
-# all in parallel. When it generates, the tokens after position t do not exist yet, so in
-# training query t must not see them either: it may attend to keys 0, 1, …, t and nothing
-# later. The *causal mask* says so: a (T, T) table, row = query, column = key, True = may
-# attend. Beside it, the same mask for a padded batch: a padding token is no key either.
+# A decoder trains on whole sequences, each position predicting the next token. Generating, it
+# has no later tokens, so in training query t may attend to keys 0, 1, …, t only: the *causal
+# mask*, a (T, T) table, row = query, column = key, True = may attend.
 
 # %% tags=["hide-input"]
 diagrams.show("causal_mask")
 
 # %% [markdown]
-# Before the softmax, every score the mask forbids becomes −∞; e^−∞ = 0, so a forbidden key gets
-# exactly zero weight and the others share all of it. That is the one line a decoder adds to
-# attention, here on random queries and keys.
+# Before the softmax, forbidden scores become −∞; e^−∞ = 0, so forbidden keys get exactly zero
+# weight. Here on random queries and keys:
 
 # %%
 T, d_k = 6, 8
@@ -105,15 +100,11 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# Row 0 can only look at itself, so all its weight is on key 0; row 5 shares its weight among
-# all six keys.
-#
 # ### Padding and the future, one mask
 #
-# To stack sequences of different lengths into one tensor, the short ones are filled up with a
-# padding token. A decoder that writes for several prompts at once pads them on the
-# *left*, so that every prompt ends in the last column, where its next token is read. Here are
-# three prompts of 6, 4 and 2 tokens; `real` is True where a position holds a real token.
+# Batching fills short sequences up with a padding token. A decoder writing several prompts pads
+# on the *left*, so each ends in the last column, where its next token is read. `real` marks the
+# real tokens:
 
 # %%
 real = torch.tensor([[1, 1, 1, 1, 1, 1],
@@ -122,12 +113,9 @@ real = torch.tensor([[1, 1, 1, 1, 1, 1],
 B = real.shape[0]
 
 # %% [markdown]
-# The causal mask alone lets the second prompt's real tokens read the two padding positions
-# before them. A padding token must not be read by anyone, whatever its place.
-#
-# **Your turn:** write `my_padding_and_causal(real)`, one bool mask that is True where query i
-# may attend key j: key j is a real token **and** j ≤ i. It must broadcast to the scores of
-# multi-head attention, (B, H, T, T): batch, heads, queries, keys.
+# **Your turn:** write `my_padding_and_causal(real)`, one bool mask, True where query i may
+# attend key j: key j is a real token **and** j ≤ i. It must broadcast to multi-head scores,
+# (B, H, T, T): batch, heads, queries, keys.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -153,8 +141,7 @@ def my_padding_and_causal(real):
 padding_and_causal = ex07.padding_and_causal(my_padding_and_causal)
 
 # %% [markdown]
-# Compare each prompt's real tokens with the prompt alone, unpadded, under each mask. Random
-# queries, keys and values for the three prompts, two heads:
+# Compare real tokens' outputs under each mask with the prompt alone:
 
 # %%
 g = torch.Generator().manual_seed(attnlab.seed_of(1))
@@ -187,22 +174,19 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# With the causal mask alone the real tokens' outputs change; with both masks they equal the
-# prompt alone. A leading pad has no key left: attnlab gives its row zero weights (not the NaN
-# of a softmax over nothing), and nothing reads its output.
+# Only with both masks do the real tokens' outputs equal the prompt alone. Leading pads have no
+# key: attnlab gives them zero weights; nothing reads them.
 
 # %% [markdown]
 # ## 2 · A task for a decoder: sort six digits
 #
-# Each sequence is `BOS` (a token that marks the beginning), six random digits, `SEP` (a
-# separator), then the same digits sorted. The model's *loss* is the cross-entropy of each
-# next-token prediction, −ln p(right token), in nats, averaged over the 13 next tokens.
+# Each sequence is `BOS` (the beginning), six random digits, `SEP` (a separator), then the digits
+# sorted. The *loss* is the cross-entropy, −ln p(right token) in nats, averaged over the 13 next
+# tokens.
 #
-# Six of the 13 are random digits: nothing before them says which comes, so the best possible
-# prediction gives each digit 1/10 and pays ln 10 = 2.303 nats. The other seven (`SEP` and the
-# sorted digits) follow from what came before, exactly, and can cost 0. The average,
-# 6 × 2.303 / 13, is the task's *floor*: no model that cannot see the future can expect a lower
-# loss.
+# A random digit costs at best ln 10 = 2.303 nats (each digit gets 1/10); the other seven follow
+# exactly from the past and can cost 0. The average, 6 × 2.303 / 13, is the task's
+# *floor*: no model blind to the future can expect less.
 
 # %%
 examples = sort_task(3, seed=1000)  # (3, 14) the first three test sequences
@@ -214,18 +198,16 @@ print(f"\nfloor: 6 × ln 10 / 13 = {fmt(floor, 3)} nats")
 # %% [markdown]
 # ## 3 · The decoder's loss: teacher forcing
 #
-# The decoder-only model has token and position embeddings, one block (masked self-attention,
-# then a feed-forward layer, as in notebook 03; section 6 writes the block out) and a linear
-# layer that scores the 12 possible next tokens at every position.
+# The decoder-only model: token and position embeddings, one block (section 6), a linear layer
+# scoring the 12 possible next tokens.
 #
-# It trains by *teacher forcing*: the input is the true sequence without its last token,
-# `seqs[:, :-1]`, and the target of each position is the true token after it, `seqs[:, 1:]`.
-# All 13 predictions of a sequence are scored in one pass, whatever the model would have
-# written itself.
+# It trains by *teacher forcing*: input the true sequence without its last token,
+# `seqs[:, :-1]`; target at each position the true next token, `seqs[:, 1:]`, whatever the model
+# would have written.
 #
-# **Your turn:** write `my_next_token_loss(model, seqs)`: the mean cross-entropy over every
-# position of every sequence. `model(x)` takes token ids (B, T) and returns logits
-# (B, T, 12); `F.cross_entropy(logits, targets)` takes logits (N, classes) and targets (N,).
+# **Your turn:** write `my_next_token_loss(model, seqs)`, the mean cross-entropy over all
+# positions and sequences. `model(x)` maps token ids (B, T) to logits (B, T, 12);
+# `F.cross_entropy` takes logits (N, classes) and targets (N,).
 #
 # <details><summary>Hint 1</summary>
 #
@@ -251,17 +233,16 @@ def my_next_token_loss(model, seqs):
 next_token_loss = ex07.next_token_loss(my_next_token_loss)
 
 # %% [markdown]
-# `attnlab.generation.train_sorter` trains with these lines (`attnlab.generation.
-# next_token_loss`), through the series' one training loop, `attnlab.train.fit`.
+# `train_sorter` trains with these lines (`attnlab.generation.next_token_loss`) through
+# `attnlab.train.fit`.
 
 # %% [markdown]
 # ## 4 · The leak: one model, trained with and without the mask
 #
-# The same decoder, trained twice from the same initial weights by the same recipe on the same
-# sequences: once with the causal mask, once without: 300 steps of Adam, 64 new sequences each.
+# Same initial weights, same sequences: 300 steps of Adam, 64 new sequences each.
 #
-# To *generate*, the model gets the prompt (`BOS`, digits, `SEP`) and writes the sorted digits
-# itself, the most likely digit at each step (*greedy* decoding), each fed back as input.
+# To *generate*, the model gets the prompt (`BOS`, digits, `SEP`) and writes the sorted digits,
+# each the most likely (*greedy* decoding), fed back as input.
 #
 # **Predict first.** Without the mask, the model will get the sorted digits right under teacher
 # forcing. What share of them will it get right when it writes them itself?
@@ -314,17 +295,15 @@ assert min(on["teacher_forced"], off["teacher_forced"]) > 0.995, "both look perf
 assert on["generated"] > 0.99 and off["generated"] < 0.6
 
 # %% [markdown]
-# With the mask, the loss stays just above the floor and the model sorts: more than 0.99 of the
-# digits it writes are right. Without it, the loss falls below 0.01 nats, far below the floor,
-# and teacher forcing scores it as well as the other. Yet when it writes the digits itself it
-# gets fewer than 0.6 of them right. A loss below the floor is the sign of a leak: the model has
-# read what it was asked to predict.
+# With the mask, the loss sits just above the floor and more than 0.99 of the written digits are
+# right. Without it, the loss falls below 0.01 nats; teacher forcing rates both alike, yet it
+# writes fewer than 0.6 of the digits right. A loss below the floor means a leak: the model read
+# what it had to predict.
 
 # %% [markdown]
 # ## 5 · Does the sorter need its attention? Then: where does it look
 #
-# Before reading the two models' attention maps, test whether their predictions depend on them:
-# give each key a query may see the same weight (`uniform_attention(model)`), and measure again.
+# Give every key a query may see the same weight (`uniform_attention(model)`) and measure again.
 
 # %%
 with attnlab.uniform_attention(masked, unmasked):
@@ -343,12 +322,9 @@ assert u_on["generated"] < 0.45 and u_on["loss"] > on["loss"] + 0.8
 assert 0.35 < u_off["teacher_forced"] < 0.65 and u_off["loss"] > 1.0
 
 # %% [markdown]
-# With uniform weights the sorter gets fewer than half of the digits right and its loss rises
-# by more than 0.8 nats; the unmasked model's teacher-forced score falls to about half.
-# Both need their attention, so their maps are worth reading. Below, the
-# attention of every query position (row) to every key (column), averaged over the 500 test
-# sequences and the two heads. Positions: `BOS`, the digits d1–d6, `SEP`, and the sorted digits
-# s1–s5 (s6 is only ever predicted, never read).
+# With uniform weights the sorter gets fewer than half the digits right and its loss rises by
+# more than 0.8 nats; the unmasked model's teacher-forced score falls to about half. Their maps,
+# averaged over 500 test sequences and two heads (d1–d6: digits; s1–s5: sorted digits):
 
 # %% tags=["hide-input"]
 names = ["BOS", *[f"d{i}" for i in range(1, 7)], "SEP", *[f"s{i}" for i in range(1, 6)]]
@@ -379,17 +355,13 @@ assert torch.diagonal(mean_maps["without it"], offset=1).mean() > 0.4
 assert on["future"] == 0.0 and off["future"] > 0.5
 
 # %% [markdown]
-# With the mask, the queries `BOS` to d5, which predict a random digit that nothing before them
-# can tell, put more than half of their weight on `BOS`. From d6 on (d6 predicts `SEP`), most of
-# the weight is on the six digits, spread over all six in this average. Without the mask, more
-# than half of it goes to later positions; the bright line just above the diagonal is each
-# position reading the very token it is asked to predict.
+# With the mask, queries `BOS` to d5, predicting random digits, put more than half their weight
+# on `BOS`; from d6 on (d6 predicts `SEP`), most goes to the digits, spread over all six in this
+# average. Without the mask, more than half goes to later positions: the bright line just above
+# the diagonal is each position reading the token it must predict.
 #
-# An even spread in the *average* can hide a pointer: the digit a query writes next sits at
-# another position in every sequence. Score each head, sequence by sequence, on the queries that
-# write a sorted digit (`SEP` to s5): its weight on the position(s) holding that digit, against
-# an even spread over the six digits, and how often that digit gets the most weight, against a
-# random pick.
+# An even *average* can hide a pointer: the next digit sits elsewhere in each sequence. Score
+# each head per sequence on the queries writing a sorted digit (`SEP` to s5):
 
 # %%
 inputs, nexts = test[:, :-1], test[:, 1:]  # (500, 13) each: what each query reads and writes
@@ -408,18 +380,14 @@ assert (pointing["times_even"] > 1.2).all()
 assert (pointing["hit_rate"] > 1.5 * pointing["base_rate"]).all()
 
 # %% [markdown]
-# Both heads point at the digit they are about to write: it gets more than 1.2 times an even
-# share of their weight, and the most weight more than 1.5 times as often as a random pick
-# would. The average map hid that.
+# Both heads point at the digit they write next: more than 1.2 times an even share of their
+# weight, and the most weight more than 1.5 times as often as a random pick.
 #
 # ### The weight on BOS: an attention sink
 #
-# In notebook 06, MiniLM's `[CLS]` received much of the weight, yet zeroing its value vector
-# barely moved the sentence vectors, while hiding it as a key moved them far: an *attention
-# sink*, a token that takes weight and gives back almost nothing. Test `BOS` the same way, with
-# `hide_key`: zero its value vector (the weights stay; a query reads nothing from it), or hide
-# it as a key (its weight goes to the other keys). Compare the loss on the six random digits (at
-# best ln 10), on the seven tokens that follow from the past, and the sorted digits right.
+# An *attention sink* takes weight and gives back almost nothing, as MiniLM's `[CLS]` did in
+# notebook 06. Test `BOS` with `hide_key`: zero its value (the weights stay) or hide it as a
+# key.
 
 # %%
 self_attention = [block.self_attn for block in masked.blocks]
@@ -444,13 +412,11 @@ zeroed_cost, hidden_cost = sink_costs(sink)
 assert zeroed_cost < 0.8 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
 
 # %% [markdown]
-# Zero `BOS`'s value and the loss on the random digits rises by less than a nat. Hide `BOS` as
-# a key and the random-digit queries must spend that weight on the digits before them: their
-# loss jumps more than a nat above ln 10, several times what zeroing cost, because they now
-# predict the next random digit from the ones before it, confidently and wrongly. The weight the
-# sink takes keeps these queries from reading anything else. What the sorted digits lose
-# depends on the training run; the next cell repeats both tests on sorters trained by the same
-# recipe with seeds 1 and 2.
+# Zeroing `BOS`'s value raises the random digits' loss by less than a nat. Hiding it as a key
+# sends its weight to earlier digits, from which the queries predict the next, confidently and
+# wrongly: their loss jumps more than a nat above ln 10, several times what zeroing cost.
+# What the sorted digits lose depends on the training run; the next cell repeats both tests on
+# sorters trained by the same recipe with seeds 1 and 2.
 
 # %%
 sorters = {0: masked, **{s: train_sorter(causal=True, seed=s)[0] for s in (1, 2)}}
@@ -484,11 +450,9 @@ for s in sorters:
 # %% [markdown]
 # ## 6 · Cross-attention: an encoder–decoder that reverses
 #
-# In the original Transformer a decoder also reads a second sequence: the sentence to
-# translate. An encoder reads the source without a mask; the decoder writes the target with the
-# causal mask and, in each block, attends to the encoder's output: queries from the target,
-# keys and values from the source. That is *cross-attention*, `MultiHeadAttention` with a
-# `context`; its weights are (B, heads, T target positions, S source positions).
+# In the original Transformer the decoder also reads the sentence to translate: each block
+# attends to the encoder's output, queries from the target, keys and values from the source.
+# That is *cross-attention*: `MultiHeadAttention` with a `context`.
 
 # %%
 cross = attnlab.MultiHeadAttention(32, 1)
@@ -500,19 +464,19 @@ print("output", tuple(out.shape), " weights", tuple(w.shape))
 # %% [markdown]
 # ### The decoder block, written out
 #
-# A decoder block has three parts, each followed by the residual connection and a LayerNorm
-# ("post-norm", as in the original Transformer, and as notebook 03's encoder block):
+# Three parts, each followed by a residual connection and LayerNorm ("post-norm", as in the
+# original Transformer and notebook 03):
 #
 #     x = LayerNorm1(x + SelfAttention(x, mask))          itself and its past only
 #     x = LayerNorm2(x + CrossAttention(x, context))      reads the encoder's output
 #     x = LayerNorm3(x + FeedForward(x))
 #
-# A decoder-only model (the sorter) has no context and skips the middle line.
+# The sorter, decoder-only, skips the middle line.
 #
 # **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
-# `attnlab.blocks.DecoderBlock`: its parts are `block.self_attn`, `block.cross_attn` (both
-# `MultiHeadAttention`, returning (output, weights)), `block.ff`, and `block.norm1`, `norm2`,
-# `norm3`. `context` is None for a block without cross-attention.
+# `attnlab.blocks.DecoderBlock`, with parts `block.self_attn`, `block.cross_attn` (both
+# `MultiHeadAttention`, returning (output, weights)), `block.ff`, `block.norm1`, `norm2` and
+# `norm3`. `context` is None without cross-attention.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -543,10 +507,8 @@ def my_decoder_block(block, x, context, mask):
 decoder_block = ex07.decoder_block(my_decoder_block)
 
 # %% [markdown]
-# The task: the source is six random digits, the target the same digits reversed. To write
-# target digit i the decoder needs source digit 5 − i, so a decoder that has learned the task
-# should look there. One encoder block, one decoder block, one head, 200 steps of Adam. Once it
-# is trained, your block must give what its decoder block gives on the 500 test targets.
+# The target is the source's six random digits, reversed: target digit i is source digit 5 − i.
+# One encoder block, one decoder block, one head, 200 steps of Adam.
 
 # %%
 reverser, _ = train_reverser(seed=0)
@@ -564,8 +526,7 @@ print("written out = attnlab's DecoderBlock on the 500 test targets (to 1e-12):"
 assert torch.equal(my_decoder_block(block, h, memory, attnlab.causal_mask(LENGTH)), theirs)
 
 # %% [markdown]
-# Does the reverser need its cross-attention? Make it uniform (each target step reads the six
-# source digits alike) and measure again.
+# Does the reverser need its cross-attention? Make it uniform and measure again.
 
 # %%
 out = generate(reverser, tgt[:, :1], LENGTH, source=src)  # greedy, from BOS
@@ -593,33 +554,94 @@ plt.ylabel("target step (query)")
 show_figure()
 
 # %% [markdown]
-# The reverser needs its cross-attention: with uniform weights it writes fewer than 0.35 of the
-# digits right, against more than 0.99. And it looks where the task says: step i reads source
-# position 5 − i, with more than 0.9 of the weight on average. Nobody told it where to look; it
-# found the alignment from the loss alone.
+# It does: with uniform cross-attention the reverser writes fewer than 0.35 of the digits right,
+# against more than 0.99. Step i reads source position 5 − i with more than 0.9 of the weight on
+# average, learned from the loss alone.
 #
-# Such an alignment is what attention was brought into machine translation for: Bahdanau, Cho
-# and Bengio (2014) let a recurrent decoder read a weighted average of the source at each step,
-# with an *additive* score (a small network of query and key); the scaled dot product is from
-# the Transformer (Vaswani et al., 2017).
+# Bahdanau, Cho and Bengio (2014) brought attention into machine translation for such
+# alignments, with an *additive* score (a small network of query and key); the scaled dot
+# product is from the Transformer (Vaswani et al., 2017).
+
+# %% [markdown]
+# ### Pre-norm: the block of GPT-2 and Llama
+#
+# Most models since GPT-2, notebook 10's Llama among them, normalise what each part *reads*, not
+# the sum (*pre-norm*):
+#
+#     x = x + SelfAttention(LayerNorm1(x), mask)
+#     x = x + CrossAttention(LayerNorm2(x), context)
+#     x = x + FeedForward(LayerNorm3(x))
+#
+# **Your turn:** write `my_pre_norm_block(block, x, context, mask)` for a
+# `DecoderBlock(..., norm="pre")`, whose parts have the same names.
+#
+# <details><summary>Hint 1</summary>
+#
+# The same three parts in the same order; only where each LayerNorm sits changes.
+# </details>
+#
+# <details><summary>Hint 2</summary>
+#
+# `x = x + block.self_attn(block.norm1(x), mask)[0]`; with a context, the same with
+# `block.cross_attn(block.norm2(x), context=context)`; then `x + block.ff(block.norm3(x))`.
+# </details>
+
+# %%
+def my_pre_norm_block(block, x, context, mask):
+    """One pre-norm decoder block: x (B, T, d_model), context (B, S, d_model) or None."""
+    ### BEGIN SOLUTION
+    x = x + block.self_attn(block.norm1(x), mask)[0]  # (B, T, d)   reads a normalised copy
+    if context is not None:
+        x = x + block.cross_attn(block.norm2(x), context=context)[0]
+    return x + block.ff(block.norm3(x))  # (B, T, d)   x itself is never normalised
+    ### END SOLUTION
+
+
+pre_norm_block = ex07.pre_norm_block(my_pre_norm_block)
+
+# %% [markdown]
+# Silence both blocks (output layers zeroed); pass the same x through your two functions.
+
+# %%
+torch.manual_seed(attnlab.seed_of(0))
+x = 1 + 3 * torch.randn(2, 6, 32)  # (B, T, d_model)   not normalised: mean 1, std 3
+silenced = {}
+for norm, write in (("post", decoder_block), ("pre", pre_norm_block)):
+    silent = DecoderBlock(32, 2, 64, norm=norm, cross=False)
+    with torch.no_grad():
+        for layer in (silent.self_attn.out, silent.ff[-1]):  # every part now adds 0
+            layer.weight.zero_()
+            layer.bias.zero_()
+        y = silenced[norm] = write(silent, x, None, attnlab.causal_mask(6))  # (2, 6, 32)
+    print(f"{norm}-norm: largest |output − x| {fmt((y - x).abs().max(), 3)}, "
+          f"std of the output {fmt(y.std(), 2)} (of x: {fmt(x.std(), 2)})")
+
+# %% tags=["remove-cell"]
+assert torch.equal(silenced["pre"], x), "pre-norm: a silent block returns x exactly"
+post = silenced["post"]
+assert (post - x).abs().max() > 1 and abs(post.std() - 1) < 0.05, "post-norm: normalised"
+
+# %% [markdown]
+# The silent post-norm block still normalises x; the pre-norm block returns x exactly. In a
+# pre-norm model x runs untouched from first block to last, each part only adding to it: the
+# *residual path* notebook 10 relies on. 03's *Going further* trains both at a high learning
+# rate: only pre-norm learns there without a warm-up.
 
 # %% [markdown]
 # ## What we learned
 #
-# - The causal mask is one line: scores of later keys become −∞ before the softmax, so
-#   the future gets exactly 0 weight (15 of 15 entries). Combined with a padding mask (`&`,
-#   broadcast to (B, H, T, T)), a padded prompt's real tokens attend as if it were alone.
-# - Without the causal mask a next-token model cheats: its loss falls far below the floor, the
-#   sorted digits are right under teacher forcing, but fewer than 0.6 of them when it writes
-#   them itself; more than half of its attention is on the future. With the mask: more than
-#   0.99 right.
-# - The sorter needs its attention (uniform weights: fewer than half the digits right). Its
-#   heads point at the digit they write next, which the average map hides; `BOS` is an
-#   attention sink: hiding it as a key costs the random digits several times what
-#   zeroing its value costs, in every seed.
-# - Cross-attention lets a decoder read another sequence: the reverser needs it (uniform: fewer
-#   than 0.35 right) and puts more than 0.9 of it on the mirrored source digit, learned from
-#   the loss alone.
+# - The causal mask sets later keys' scores to −∞: exactly 0 weight on the future (15 of 15).
+#   With a padding mask (`&`), padded prompts attend as if alone.
+# - Without it a next-token model cheats (over half its attention on the future): loss far
+#   below the floor, right under teacher forcing, yet fewer than 0.6 of the digits right when
+#   writing (with the mask: more than 0.99).
+# - The sorter needs its attention (uniform: fewer than half right); its heads point at the
+#   digit they write next, which the average map hides; `BOS` is an attention sink: hiding it as
+#   a key costs the random digits several times what zeroing its value does, in every seed.
+# - The reverser needs its cross-attention (uniform: fewer than 0.35 right) and puts more than
+#   0.9 of it on the mirrored source digit.
+# - A pre-norm block normalises what each part reads, never x: silenced, it returns x exactly;
+#   post-norm still normalises it.
 
 # %% [markdown]
 # ## Going further

@@ -11,25 +11,23 @@
 #
 # Everything so far ran on models we trained in seconds, or on an encoder (notebook 06). Here
 # is a real, modern language model: **SmolLM2-135M-Instruct** (Hugging Face, 2024), 135 million
-# numbers in 30 layers, small enough for a laptop. We read its file ourselves, load its weights
-# into the `MultiHeadAttention` of notebook 01, and find in it what the series built by hand:
-# rotary positions (04), grouped-query heads and the KV cache (08), sampling (07) and induction
-# heads (09).
+# numbers in 30 layers. We read its file ourselves, load its weights into notebook 01's
+# `MultiHeadAttention`, and find in it rotary positions (04), grouped-query heads and the KV
+# cache (08), sampling (07) and induction heads (09).
 
 # %% [markdown]
 # ## What you will learn
 #
 # - what a 4-bit weight file holds, by decoding one block of it yourself;
-# - that the Llama architecture is a pre-norm block with three small changes (RMSNorm, a gated
-#   feed-forward layer, no biases), by writing RMSNorm, SwiGLU and the whole block yourself and
-#   running SmolLM2's real weights in it;
+# - that a Llama block is a pre-norm block with three small changes (RMSNorm, a gated
+#   feed-forward layer, no biases), by writing it yourself and running SmolLM2's weights in it;
 # - how the model writes: greedy, sampled, and in its chat format; what the KV cache saves;
-# - whether the induction heads of notebook 09 exist in a model trained on real text, and what
-#   the model loses without them;
+# - whether notebook 09's induction heads exist in a model trained on real text, and what it
+#   loses without them;
 # - where most of its heads put their weight when they have nothing to read.
 #
-# Assumes: notebooks 02 (a multi-head attention module), 04 (rotary positions), 07 (sampling),
-# 08 (the KV cache, grouped-query attention) and 09 (induction heads and their scores).
+# Assumes: notebooks 02 (a multi-head attention module), 04, 07 (the pre-norm block), 08 and 09
+# (the induction score).
 
 # %% slideshow={"slide_type": "skip"}
 import collections
@@ -44,7 +42,7 @@ import attnlab
 from attnlab import gguf, kv_cache, llama, probes
 from attnlab.attention import causal_mask
 from attnlab.cost import measure_times, process_peak_memory
-from attnlab.exercises import ex09, ex10
+from attnlab.exercises import ex10
 from attnlab.generation import generate
 from attnlab.plots import show_figure
 from attnlab.report import fmt
@@ -56,9 +54,9 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## 1 · The file
 #
-# The model comes as one file in **GGUF**, the format of llama.cpp: a header of typed
-# key/value pairs (the architecture, every size, the tokenizer's whole vocabulary), a table of
-# tensors, then their bytes. `attnlab.gguf` reads it in about a hundred lines of NumPy.
+# The model comes as one **GGUF** file, llama.cpp's format: a header of typed key/value pairs
+# (the architecture, every size, the tokenizer's vocabulary), a table of tensors, then their
+# bytes.
 
 # %%
 path = attnlab.assets.require(llama.ASSET_NAME)
@@ -75,7 +73,7 @@ print(f"{len(kinds)} tensors by number type:", {k: kinds.count(k) for k in sorte
 # %% [markdown]
 # Most weights are **Q4_1**: blocks of 32 numbers that share a scale $d$ and a minimum $m$ (two
 # 16-bit floats), each number stored as a 4-bit integer $q$ from 0 to 15, and read back as
-# $x = d\,q + m$. Here are the 20 bytes of the first block of layer 0's $W_Q$:
+# $x = d\,q + m$. The 20 bytes of the first block of layer 0's $W_Q$:
 
 # %%
 block = torch.from_numpy(file.raw("blk.0.attn_q.weight")[:20].copy())  # (20,) uint8
@@ -117,20 +115,20 @@ print("the first 8 of W_Q's first row:",
       [fmt(x, 3) for x in file.tensor("blk.0.attn_q.weight")[0, :8].tolist()])
 
 # %% [markdown]
-# Sixteen levels per block, set by the block's own $d$ and $m$, keep each weight within $d/2$
-# of its original value, at a sixth of the memory. We decode every block once, as we load, and
-# compute in float32.
+# Sixteen levels per block, set by its own $d$ and $m$, keep each weight within $d/2$ of its
+# original value, at a sixth of the memory. We decode every block once, at load, and compute in
+# float32.
 
 # %% [markdown]
 # ## 2 · The model: the blocks of this series
 #
 # `llama.load_smollm2()` reads every size from the header and builds 30 `LlamaBlock`s. Each is
-# a pre-norm block, the variant notebook 03 named (each part reads a normalised copy of x and
-# adds its output to an untouched residual path; the blocks of 03 and 07 are post-norm), with
-# three changes: **RMSNorm** (divide by the root mean square; no mean subtracted, no bias), a
-# **SwiGLU** feed-forward layer ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$),
-# and no biases. Its attention is notebook 01's `MultiHeadAttention`, with rotary positions (04)
-# and 3 key/value heads for 9 query heads (08).
+# a pre-norm block, the one you wrote in notebook 07 (each part reads a normalised copy of x and
+# adds its output to an untouched residual path), with three changes: **RMSNorm** (divide by the root mean square;
+# no mean subtracted, no bias), a **SwiGLU** feed-forward layer
+# ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$), and no biases. Its
+# attention is notebook 01's `MultiHeadAttention`, with rotary positions (04) and 3 key/value
+# heads for 9 query heads (08).
 
 # %%
 start = time.perf_counter()
@@ -153,8 +151,8 @@ print(f"read and decoded in {load_seconds:.1f} s; "
 assert isinstance(attn, attnlab.MultiHeadAttention) and (attn.n_heads, attn.n_kv_heads) == (9, 3)
 
 # %% [markdown]
-# The tokenizer is byte-level BPE (GPT-2's), built from the vocabulary and merges in the same
-# file. A text becomes pieces, each piece an id; digits go one by one:
+# The tokenizer is byte-level BPE (GPT-2's), built from the vocabulary and merges in the file.
+# A text becomes pieces, each piece an id; digits go one by one:
 
 # %%
 for text in ("Once upon a time", "Attention is all you need.", "In 2024, 135 million numbers."):
@@ -163,11 +161,8 @@ for text in ("Once upon a time", "Attention is all you need.", "In 2024, 135 mil
 # %% [markdown]
 # ## 3 · Your own Llama block, with SmolLM2's weights
 #
-# Everything this block computes, you can write: three short pieces, then the block, then the
-# whole model running your code on the weights you just decoded.
-#
-# **RMSNorm.** LayerNorm (03) subtracts each vector's mean and divides by its standard
-# deviation; RMSNorm only divides, by the *root mean square*:
+# **RMSNorm.** LayerNorm (03) subtracts the mean and divides by the standard deviation;
+# RMSNorm only divides, by the *root mean square*:
 # $\text{RMSNorm}(x) = x / \sqrt{\text{mean}(x^2) + \epsilon} \cdot w$, one learned weight per
 # number, no bias. **Implement** `my_rms_norm(x, weight, eps)` over the last axis.
 
@@ -183,10 +178,10 @@ def my_rms_norm(x, weight, eps):
 my_rms_norm = ex10.rms_norm(my_rms_norm)
 
 # %% [markdown]
-# **SwiGLU.** The feed-forward layer of 03 was `down(ReLU(up(x)))`. SwiGLU has two branches
-# from x: one through SiLU ($\text{SiLU}(z) = z \cdot \sigma(z)$), the *gate*, multiplies the
-# other number by number, then `down` brings the product back to d_model. **Implement**
-# `my_swiglu(x, ff)` with the layer's three linear layers `ff.gate`, `ff.up` and `ff.down`.
+# **SwiGLU.** 03's feed-forward layer was `down(ReLU(up(x)))`. SwiGLU has two branches from
+# x: one through SiLU ($\text{SiLU}(z) = z \cdot \sigma(z)$), the *gate*, multiplies the other
+# number by number, then `down` brings the product back to d_model. **Implement**
+# `my_swiglu(x, ff)` with the layer's linear layers `ff.gate`, `ff.up` and `ff.down`.
 
 # %%
 def my_swiglu(x, ff):
@@ -206,8 +201,8 @@ my_swiglu = ex10.swiglu(my_swiglu)
 # 3 key/value heads (08): query heads 0-2 read key/value head 0, 3-5 head 1, 6-8 head 2.
 # **Implement** `my_llama_block(block, x)` for a whole sequence (causal), from the block's
 # weights: its layers `attn.q`, `attn.k`, `attn.v`, `attn.out`, its norms' `weight` and `eps`,
-# and `block.ff` for your SwiGLU; calling the block or its attention, norms or feed-forward layer
-# themselves earns no ✓.
+# and `block.ff` for your SwiGLU; calling the block, its attention, norms or feed-forward layer
+# earns no ✓.
 
 # %% slideshow={"slide_type": "subslide"}
 def my_llama_block(block, x):
@@ -234,8 +229,8 @@ my_llama_block = ex10.llama_block(my_llama_block)
 
 # %% [markdown]
 # **Your code, real weights.** `llama.blocks_replaced(model, my_llama_block)` makes each of the
-# 30 blocks run your function on its own weights. The same prompt through the model as it
-# loads and through your blocks: the logits, and 24 greedy tokens.
+# 30 blocks run your function on its own weights. The same prompt through the loaded model and
+# through your blocks: the logits, and 24 greedy tokens.
 
 # %%
 prompt = torch.tensor([tokenizer.encode("Once upon a time")])  # (1, 4)
@@ -256,9 +251,9 @@ assert gap < 1e-3, "float32 rounding only"
 # %% [markdown]
 # ## 4 · It writes
 #
-# After "Once upon a time" the model gives every one of its 49,152 tokens a logit; softmax of
-# the logits divided by a **temperature** (07) is the distribution the next token is drawn
-# from. The ten most likely, at temperature 1:
+# After "Once upon a time" the model gives each of its 49,152 tokens a logit; softmax of the
+# logits divided by a **temperature** (07) is the distribution the next token is drawn from.
+# The ten most likely, at temperature 1:
 
 # %%
 with torch.no_grad():
@@ -275,18 +270,17 @@ assert top[1] > 0.99 and top[-1] < 0.1, "almost everything at 0.5, less than a t
 assert explorer.view()["ids"][0] == your_text[0, prompt.shape[1]], "greedy takes the top token"
 
 # %% [markdown]
-# A lower temperature sharpens the distribution and a higher one flattens it: at 0.5 and below
-# the top token takes almost everything, at 2 less than a tenth. Greedy decoding always takes
-# the top token (the first row). Move the slider:
+# A lower temperature sharpens the distribution, a higher one flattens it: at 0.5 and below the
+# top token takes almost everything, at 2 less than a tenth. Greedy decoding always takes the
+# top token (the first row). Move the slider:
 
 # %%
 explorer.widget
 
 # %% [markdown]
-# Generation is notebook 07's loop, `generate`: the logits of the last position, `sample_next`,
-# the token fed back. For this model it keeps one KV cache per layer (08), so each new token
-# runs alone.
-# Greedy first: always the most likely token, the text your blocks wrote above.
+# Generation is notebook 07's loop, `generate`: the last position's logits, `sample_next`, the
+# token fed back. Here it keeps one KV cache per layer (08), so each new token runs alone.
+# Greedy first, the text your blocks wrote above:
 
 # %%
 greedy = generate(model, prompt, 24)  # (1, 28)
@@ -307,8 +301,8 @@ assert torch.equal(greedy, your_text), "your blocks write the same text, token f
 assert tokenizer.decode(greedy[0]).startswith("Once upon a time,")
 
 # %% [markdown]
-# Sampling (07): temperature 0.8, and top-p 0.9 to cut the unlikely tail. Two draws, side by
-# side in one batch:
+# Sampling (07): temperature 0.8, and top-p 0.9 to cut the unlikely tail. Two draws in one
+# batch:
 
 # %%
 g = torch.Generator().manual_seed(attnlab.seed_of(0))
@@ -335,7 +329,7 @@ assert top2_gap(answer, asked.shape[1]) > 0.003 and answer.shape[1] > asked.shap
 #
 # Notebook 08's formula gives the bytes a cache holds per token: a key and a value of
 # $n_\text{kv} \cdot d_\text{head}$ numbers in each of 30 layers. We check it against the caches
-# `generate` allocates (float32, so 4 bytes a number).
+# `generate` allocates (float32: 4 bytes a number).
 
 # %%
 per_token = kv_cache.bytes_per_token(len(model.blocks), attn.n_kv_heads, attn.d_head, 4)
@@ -348,8 +342,8 @@ print(f"with 9 key/value heads (one per query head) it would be {per_token * 3:,
 assert allocated == 100 * per_token == 100 * 2 * 30 * 3 * 64 * 4
 
 # %% [markdown]
-# And the time of one step at position 100: with the cache, one token goes through the model;
-# without it, all 100 do again (times are this machine's, measured on one thread):
+# The time of one step at position 100: with the cache, one token goes through the model;
+# without it, all 100 again (this machine's times, on one thread):
 
 # %% tags=["nbval-ignore-output"]
 context = torch.tensor([tokenizer.encode(" The end." * 40)[:100]])  # (1, 100)
@@ -400,41 +394,18 @@ ex10.repeat_loss(guess, second_copy)
 assert first_copy > 10.8 and second_copy < first_copy / 3
 
 # %% [markdown]
-# Which heads copy? Write notebook 09's induction score again (or paste yours): the mean
-# weight a query puts on the token just *after* the previous occurrence of its own token.
-
-# %%
-def my_induction_score(weights, tokens):
-    """weights (B, H, T, T), tokens (B, T) -> (H,)"""
-    ...  # your code here
-    ### BEGIN SOLUTION
-    B, H, T, _ = weights.shape
-    pos = torch.arange(T)
-    same = (tokens[:, :, None] == tokens[:, None, :]) & (pos[None, :] < pos[:, None])  # (B,T,T)
-    last = torch.where(same, pos, -1).amax(-1)  # (B, T)   previous occurrence, -1: none
-    after = (last + 1).clamp(min=0)  # (B, T)
-    w = weights.gather(-1, after[:, None, :, None].expand(B, H, T, 1))[..., 0]  # (B, H, T)
-    counted = (last >= 0).to(weights.dtype)  # (B, T)
-    return (w * counted[:, None]).sum((0, 2)) / counted.sum()
-    ### END SOLUTION
-
-
-my_induction_score = ex09.induction_score(my_induction_score)
-
-# %% [markdown]
-# Your score on the first sequence, all 270 heads (30 layers × 9), beside the level of a head
-# that spreads its weight uniformly over the past:
+# Which heads copy? The induction score you wrote in notebook 09 (the mean weight a query puts
+# on the token just *after* the previous occurrence of its own token) is
+# `probes.induction_score`. On the first sequence, all 270 heads (30 layers × 9), beside the
+# level of a head that spreads its weight uniformly over the past:
 
 # %%
 one = repeats[:1]  # (1, 101)
-ind = torch.stack([my_induction_score(w, one) for w in attnlab.attention_maps(model, one)])  # (30, 9)
+ind = torch.stack([probes.induction_score(w, one)
+                   for w in attnlab.attention_maps(model, one)])  # (30, 9)
 causal = torch.ones(101, 101).tril()  # (T, T)
 uniform = probes.induction_score((causal / causal.sum(-1, keepdim=True))[None, None], one)
 print(f"uniform level {fmt(uniform.item(), 4)}; heads above 0.3: {int((ind > 0.3).sum())}")
-
-# %% tags=["remove-cell"]
-assert torch.allclose(ind, torch.stack([probes.induction_score(w, one)
-                                        for w in attnlab.attention_maps(model, one)]))
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
@@ -478,21 +449,19 @@ assert max(shared.values()) >= 2, "query heads of one group among the top four"
 # %% [markdown]
 # A few heads in the middle of the stack put more than half their weight on the token after
 # the previous occurrence, tens of times the uniform level; strong previous-token heads sit in
-# earlier layers. That is notebook 09's circuit, found in a model nobody built to have it.
+# earlier layers. That is notebook 09's circuit, in a model nobody built to have it.
 #
-# The last column shows grouped-query attention (08) at work: query heads 3, 4 and 5 of a
-# layer read one key/value head, and several of the top induction heads are query heads of one
-# such group. They read the same keys and values and differ only in their queries.
+# The last column shows grouped-query attention (08): several top induction heads share one
+# key/value head, reading the same keys and values and differing only in their queries.
 
 # %% [markdown]
 # ## 7 · Does it need them?
 #
 # An attention score shows where weight goes, not what the model needs. We make the top 4
-# induction heads uniform (`attnlab.uniform_attention`, as everywhere in the series); as a
-# control, 4 heads drawn at random from the others (three draws; "others": none of the ten
-# strongest induction or previous-token heads, which a draw from all 270 could hit); and the
-# strongest previous-token head alone. Each time we measure the second copy and an ordinary
-# paragraph of English.
+# induction heads uniform (`attnlab.uniform_attention`); as a control, three draws of 4 heads
+# at random from the others (none of the ten strongest induction or previous-token heads); and
+# the strongest previous-token head alone. Each time we measure the second copy and an
+# ordinary English paragraph.
 
 # %%
 PARAGRAPH = ("The library opened at nine every morning. Students came early to find a quiet "
@@ -547,8 +516,7 @@ assert c1 > c0 + 2, "and the previous-token head"
 # now and then hits a head the model needs for every text: then the paragraph suffers as much
 # as the copy.) The strongest previous-token head alone costs the copy a lot too: copying takes
 # both halves of 09's circuit, the head that writes what came before each token and the heads
-# that look it up. The copying rests on a few heads. (A head can matter for copying and little
-# else: one more reason to measure before naming what a head is for.)
+# that look it up.
 
 # %% [markdown]
 # ### Explore: how many heads must go?
@@ -588,10 +556,10 @@ assert first.mean() > 5 * level and (first > 0.3).sum() > 100
 
 # %% [markdown]
 # More than a third of the heads put over 0.3 of their weight on the first token, whatever it
-# is, several times the uniform level: an **attention sink**. Softmax must give its weight somewhere; a head that has nothing useful to
-# read leaves it on a token it can always see. What does that weight do? Take position 0 away
-# from every head (`attnlab.probes.hide_key`, as in notebook 07) and measure the paragraph,
-# its tokens after the first:
+# is, several times the uniform level: an **attention sink**. Softmax must give its weight
+# somewhere; a head with nothing useful to read leaves it on a token it can always see. What
+# does that weight do? Hide position 0 from every head (`attnlab.probes.hide_key`, notebook 07)
+# and measure the paragraph's tokens after the first:
 
 # %%
 attns = [block.attn for block in model.blocks]
@@ -604,7 +572,7 @@ print(f"paragraph loss {fmt(plain, 2)} nats; without position 0 in any head {fmt
 assert hidden > plain
 
 # %% [markdown]
-# Hidden, the sink's weight goes to real tokens instead, and the paragraph's loss rises: the
+# Hidden, the sink's weight goes to real tokens and the paragraph's loss rises: the
 # model relies on a place to put weight it does not want to spend (Xiao et al. 2023 call it an
 # attention sink, and keep the first tokens for it when they cut a long context). How much the
 # loss rises is a fact of this paragraph; the share of weight the sink holds was measured over
@@ -614,16 +582,15 @@ assert hidden > plain
 # ## What we learned
 #
 # - A 4-bit weight file is blocks of 32 numbers, each block a scale and a minimum and 4 bits a
-#   number: 5 bits a weight instead of 32. Decoded, they load into the attention of notebook 01.
-# - The Llama block is a pre-norm block with RMSNorm, a gated feed-forward layer and no
-#   biases; rotary positions and grouped-query heads are notebooks 04 and 08's. Written by you,
-#   with SmolLM2's weights, it gives the same logits to float32 rounding (printed above) and
-#   writes the same greedy text.
+#   number: 5 bits a weight instead of 32.
+# - The Llama block is pre-norm, with RMSNorm, a gated feed-forward layer and no biases;
+#   yours, with SmolLM2's weights, gives the same logits to float32 rounding and writes the
+#   same greedy text.
 # - The KV cache of 08 holds what its formula says, and a step with it runs one token instead
 #   of the whole context.
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
 #   on a repeated random sequence the second copy costs less than a third of the first.
-#   Making the top 4 uniform raises that loss sharply, and so does the strongest previous-token
+#   Making the top 4 uniform raises that loss sharply, as does the strongest previous-token
 #   head alone; 4 other heads drawn at random cost much less in most draws, and an ordinary
 #   paragraph's loss moves by a small fraction of the copy's.
 # - More than a third of the heads put over 0.3 of their weight on the first token (an

@@ -14,6 +14,8 @@
 - `decoder_block` (implement): the post-norm decoder block's forward (masked self-attention,
   cross-attention, feed-forward, each with its residual and LayerNorm), against
   `attnlab.blocks.DecoderBlock`;
+- `pre_norm_block` (implement): the same block pre-norm (x + part(LayerNorm(x)), the block of
+  GPT-2 and Llama), against `attnlab.blocks.DecoderBlock(norm="pre")`;
 - `survivors` (predict, in "Going further"): which of notebook 04's position encodings still
   solve a decoder's task at twice the training length.
 
@@ -288,12 +290,13 @@ temperature_diversity = Predict(
 
 # --- the decoder block, written out -----------------------------------------------------------
 
-def _block_inputs() -> list[tuple]:
+def _block_inputs(norm: str = "post") -> list[tuple]:
     """(block, x, context, mask): a block with cross-attention (context S != T, so that a
     swapped query and context shows in the shape) and one without, float64, no gradients."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
-        blocks = [DecoderBlock(16, 2, 32, cross=cross).double().eval() for cross in (True, False)]
+        blocks = [DecoderBlock(16, 2, 32, cross=cross, norm=norm).double().eval()
+                  for cross in (True, False)]
     g = torch.Generator().manual_seed(5)
     x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64)  # (B, T, d_model)
     context = torch.randn(2, 4, 16, generator=g, dtype=torch.float64)  # (B, S, d_model)
@@ -321,16 +324,21 @@ def _post_norm(block, x, context, mask, *, residual=True, cross=True, cross_firs
     return part(h, block.ff(h), block.norm3)
 
 
-def _pre_norm(block, x, context, mask):
-    x = x + block.self_attn(block.norm1(x), mask)[0]
+def _pre_norm(block, x, context, mask, *, residual=True, last_norm=False):
+    """The pre-norm block written out, as a student may: each part x + part(LayerNorm(x))."""
+    def part(h, out):
+        return h + out if residual else out
+    x = part(x, block.self_attn(block.norm1(x), mask)[0])
     if context is not None:
-        x = x + block.cross_attn(block.norm2(x), context=context)[0]
-    return x + block.ff(block.norm3(x))
+        x = part(x, block.cross_attn(block.norm2(x), context=context)[0])
+    x = part(x, block.ff(block.norm3(x)))
+    return block.norm3(x) if last_norm else x
 
 
 decoder_block = Implement(
     "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask),
     _block_inputs, what="your x", atol=1e-12, rtol=0.0, no_grad=True,
+    refuse=(DecoderBlock.forward,),
     success="your block is attnlab's DecoderBlock, with and without cross-attention",
     mistakes=[
         When(lambda got, *_: isinstance(got, tuple),
@@ -362,6 +370,34 @@ decoder_block = Implement(
           "block.self_attn(x, mask) and block.cross_attn(x, context=context) return "
           "(output, weights); the LayerNorms are block.norm1, norm2, norm3 in that "
           "order, the feed-forward block.ff."))
+
+pre_norm_block = Implement(
+    "pre_norm_block", lambda block, x, context, mask: block(x, context, mask=mask),
+    lambda: _block_inputs("pre"), what="your x", atol=1e-12, rtol=0.0, no_grad=True,
+    refuse=(DecoderBlock.forward,),
+    success="your block is attnlab's pre-norm DecoderBlock, with and without cross-attention",
+    mistakes=[
+        When(lambda got, *_: isinstance(got, tuple),
+             lambda got, *_: f"your function returns {_kind(got)}; return only the new x "
+                             "(B, T, d_model): MultiHeadAttention returns (output, weights), so "
+                             "unpack it first", example=lambda b, x, c, m: b.self_attn(x, m)),
+        Like(_post_norm, "this is post-norm, LayerNorm(x + part(x)); pre-norm normalises only "
+                         "what each part reads: x + part(LayerNorm(x))"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, residual=False),
+             "the residual connections are missing: each part's output is added to the x it "
+             "read from, x + part(LayerNorm(x))"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, last_norm=True),
+             "your last line normalises the sum: in pre-norm nothing normalises x itself, each "
+             "part only adds to it"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, None, m) if c is not None else x,
+             "the cross-attention is missing: with a context, the middle part reads it (queries "
+             "from LayerNorm2(x), keys and values from context)"),
+    ],
+    hint=("the same three parts in the same order, but each reads a normalised copy: "
+          "x = x + part(LayerNorm(x)).",
+          "x = x + block.self_attn(block.norm1(x), mask)[0]; with a context, "
+          "x = x + block.cross_attn(block.norm2(x), context=context)[0]; then "
+          "x + block.ff(block.norm3(x))."))
 
 
 # --- Going further: past the training length ----------------------------------------------------

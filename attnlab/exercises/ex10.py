@@ -2,7 +2,7 @@
 
 - `dequantize_q4_1` (implement): one Q4_1 block of the GGUF file (20 bytes) -> its 32 numbers;
 - `repeat_loss` (predict): the loss on the repeated copy of a random sequence;
-- the induction score of notebook 09 is written again and checked by `ex09.induction_score`;
+- (the induction score, written in notebook 09, is the library's `probes.induction_score` here);
 - `heads_to_break_copy` (explore): how many top induction heads, made uniform, bring the loss
   on the repeated copy to half the first copy's;
 - `rms_norm`, `swiglu` (implement): the Llama block's norm and feed-forward layer;
