@@ -9,30 +9,24 @@
 # %% [markdown]
 # # 05 · A pre-trained CNN, and attention over what it sees
 #
-# Real work mostly starts from a network someone else trained on a large data set. Here we use
-# one **without training it at all**: MobileNetV2, a convolutional network (CNN) trained to
-# classify ImageNet photographs, turns each image into 1,280 numbers, an *embedding*. We search
-# with those embeddings, read the search as attention, and then let a small Transformer attend
-# over a **set** of them to find the image that does not belong.
+# MobileNetV2, a convolutional network (CNN) trained to classify ImageNet photographs, turns
+# each image into 1,280 numbers, an *embedding*. **Without training it**, we search with its
+# embeddings, read the search as attention, then let a small Transformer find the odd image in a
+# **set** of them.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - what a frozen pre-trained CNN gives: a vector per image, in which images of one kind lie
-#   close, measured against raw pixels on centred images and on moved ones;
-# - that a soft nearest-neighbour vote, softmax(cos / τ) over a database with the labels as
-#   values, *is* attention, and that τ slides it from the nearest neighbour to the class
-#   frequencies;
-# - to build a Transformer encoder without positions over a set of embeddings, train it to find
-#   the odd image, and check that it treats its input as a set;
-# - to test whether that model needs its attention weights before reading them, and to measure
-#   what its heads do with the odd image;
-# - optional, in "Going further": the same network with random weights, five results per
-#   search, sets of other sizes.
+# - how a frozen pre-trained CNN's embeddings compare with raw pixels for search, on centred and
+#   moved images;
+# - that a soft nearest-neighbour vote, softmax(cos / τ), *is* attention, and what τ does;
+# - to train a Transformer encoder without positions to find the odd image in a set, and check
+#   that it treats its input as a set;
+# - to test whether it needs its attention before reading the weights, and what its heads do
+#   with the odd image;
+# - optional ("Going further"): random weights, five results per search, other set sizes.
 #
-# Assumes: notebook 01 (attention as a soft lookup), 02 (the scale of the scores), 03 (the
-# uniform-attention test and head scores), 04 (without positions, attention sees a set), the
-# cosine of two vectors.
+# Assumes: notebooks 01-04 and the cosine of two vectors.
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -55,10 +49,9 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## 1 · The data
 #
-# `attnlab.load_fashion_mnist()` returns Fashion-MNIST (Zalando Research, MIT licence): 28×28
-# grey product photos of ten kinds of clothing, shoes and bags, as
-# `keras.datasets.fashion_mnist.load_data()` returns them. We use the first 4,000 images of the
-# training split and the first 1,000 of the test split.
+# `attnlab.load_fashion_mnist()` returns Fashion-MNIST (Zalando Research, MIT licence) as
+# `keras.datasets.fashion_mnist.load_data()` does: 28×28 grey photos of ten kinds of clothing,
+# shoes and bags. We use the first 4,000 training and 1,000 test images.
 
 # %%
 (x_train, y_train), (x_test, y_test) = attnlab.load_fashion_mnist()
@@ -75,15 +68,12 @@ assert set(np.unique(y_train)) == set(np.unique(y_test)) == set(range(10))
 # ## 2 · What a pre-trained CNN gives: an embedding
 #
 # MobileNetV2 at width α = 0.35 (about 35 % of the original channels in every layer but the
-# last), built by Keras (`keras.applications`, running on PyTorch) with its ImageNet weights and
-# without its ImageNet classifier: its last feature map is averaged over positions into one
-# vector of 1,280 numbers. ImageNet has garment and shoe classes, but the network **never saw
-# Fashion-MNIST's 28×28 grey product shots**.
+# last), from `keras.applications` with its ImageNet weights, without its classifier: its last
+# feature map is averaged over positions into 1,280 numbers. ImageNet has garment and shoe
+# classes, but the network **never saw Fashion-MNIST's 28×28 grey product shots**.
 #
-# Its weights come from 224×224-pixel training; we feed 96×96 inputs to keep the CPU time low.
-# Each image is resized to 96×96, copied into the three colour channels and scaled from
-# [0, 255] to [−1, 1], as the network's training images were. (For speed, attnlab folds each
-# BatchNorm into the convolution before it; the tests check it against Keras's `predict`.)
+# Each image is resized to 96×96 to save CPU time (the network was trained at 224×224), copied
+# into three colour channels and scaled from [0, 255] to [−1, 1], like its training images.
 
 # %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 network = mobilenet_v2(0.35)
@@ -101,8 +91,7 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# Every image becomes one row of 1,280 numbers. The rival is **raw pixels**: each image as the
-# vector of its 784 grey levels.
+# The rival is **raw pixels**: each image as the vector of its 784 grey levels.
 
 # %%
 train_emb = attnlab.embed_images(x_train)                           # (4000, 1280)
@@ -117,8 +106,8 @@ print(f"raw pixels:             training {train_pix.shape}, test {test_pix.shape
 # For a query $q$ and a database item $d$,
 # $\cos(q, d) = \frac{q \cdot d}{\lVert q\rVert\,\lVert d\rVert}$; the nearest neighbour is the
 # item with the largest cosine. The **database** is the first 1,000 training images, the
-# **queries** are the 1,000 test images. **Top-1** is the share of queries whose nearest
-# neighbour has the query's label; chance is what a random database image scores,
+# **queries** the 1,000 test images. **Top-1** is the share of queries whose nearest neighbour
+# has their label; chance, what a random database image scores,
 # $\sum_c P_{\text{query}}(c)\,P_{\text{database}}(c)$.
 
 # %%
@@ -131,9 +120,8 @@ print(f"top-1: MobileNetV2 {fmt(hit_cnn.mean(), 3)}, raw pixels {fmt(hit_pix.mea
       f"chance {fmt(chance, 3)}")
 
 # %% [markdown]
-# Is the difference more than luck? The queries that decide it are the ones where exactly one
-# search is right; if the two were equally good, each such query would go either way like a
-# coin, so the difference has a standard error of
+# Is the difference more than luck? Only queries where exactly one search is right decide it;
+# were the two equally good, each would fall like a coin, giving a standard error of
 # $\sqrt{n_{\text{only CNN}} + n_{\text{only pixels}}}\,/\,1000$.
 
 # %%
@@ -152,9 +140,9 @@ assert min(hit_cnn.mean(), hit_pix.mean()) > 5 * chance
 assert abs(diff) < 2 * se, "the prose says: level"
 
 # %% [markdown]
-# Less than two standard errors: on clean, centred images the frozen network and plain pixel
-# distance are **level**. Real images are rarely centred. Move every query 3 pixels up, down,
-# left or right (a random direction per image; the database stays as it is) and search again.
+# Less than two standard errors: on centred images the two are **level**. Real images are rarely
+# centred: move each query 3 pixels up, down, left or right (a random direction each; the
+# database stays) and search again.
 
 # %%
 x_moved = retrieval.shift(x_test, 3, seed=1)                  # (1000, 28, 28)
@@ -171,29 +159,26 @@ assert hit_pix.mean() - moved_pix_hit.mean() > hit_pix.mean() / 4, "more than a 
 assert paired(moved_cnn, moved_pix_hit)[0] > 4 * paired(moved_cnn, moved_pix_hit)[1]
 
 # %% [markdown]
-# Moving the queries by 3 pixels costs the embedding a few right answers and the pixel search
-# more than a quarter of its own: pixel cosine compares grey levels place by place, and the same
-# shoe 3 pixels further on puts other grey levels in most places.
+# The move costs the embedding a few right answers and the pixel search more than a quarter:
+# pixel cosine compares grey levels place by place, and a moved shoe has other grey levels in
+# most places.
 
 # %% [markdown]
 # ## 4 · Retrieval is attention
 #
-# Instead of taking only the nearest neighbour, let the whole database vote, each item with a
-# weight that grows with its similarity to the query:
+# Let the whole database vote, each item weighted by its similarity to the query:
 #
 # $$w_{i} = \text{softmax}_i\!\left(\frac{\cos(q, d_i)}{\tau}\right), \qquad
 #   p(c \mid q) = \sum_i w_i \,[\text{label}_i = c].$$
 #
-# This is attention, term for term: the **query** is the test image's embedding, the **keys**
-# are the database embeddings, the **values** are the database labels written as *one-hot*
-# vectors (10 numbers, a 1 at the label's class), and the output is a probability for each class.
-# With embeddings scaled to length 1, q·k *is* the cosine. Statisticians know it as
-# Nadaraya–Watson kernel regression (1964); with the weights made by a softmax it is a *soft*
+# This is attention: the **query** is the test image's embedding, the **keys** the database
+# embeddings, the **values** the labels as *one-hot* vectors (10 numbers, a 1 at the label's
+# class), the output a probability per class. With unit-length embeddings, q·k *is* the cosine.
+# It is Nadaraya–Watson kernel regression (1964); with softmax weights, a *soft*
 # k-nearest-neighbour classifier.
 #
-# The **temperature** τ divides the scores, as √d_k does in notebook 02: a small τ spreads the
-# scores apart and the softmax picks the top item, as stretching the query did in 01's soft
-# lookup; a large τ flattens it.
+# The **temperature** τ divides the scores, like √d_k in notebook 02: a small τ makes the
+# softmax pick the top item, a large τ flattens it.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Implement it** with `attnlab.scaled_dot_product_attention` and `scale=1 / tau`: normalise the
@@ -226,8 +211,8 @@ def my_soft_knn(queries, database, labels, tau):
 soft_knn = ex05.soft_knn(my_soft_knn)
 
 # %% [markdown]
-# The two limits, on the MobileNetV2 embeddings: τ = 10⁻⁶, and τ = 10, where all cosines
-# (which lie between −1 and 1) divide down to nearly the same score.
+# The two limits on the embeddings: τ = 10⁻⁶, and τ = 10, where all cosines divide down to
+# nearly the same score.
 
 # %%
 Q, K = torch.from_numpy(test_emb).double(), torch.from_numpy(db_emb).double()  # (1000, 1280) each
@@ -247,15 +232,13 @@ assert torch.equal(cold.argmax(1), one_nn), "τ → 0 is 1-NN"
 assert (hot.argmax(1) == common).all(), "τ → ∞ answers the most common class"
 
 # %% [markdown]
-# As τ → 0 the soft vote gives 1-NN's answer for every query; as τ grows every item weighs
-# nearly the same, the output is the database's class frequencies, and every query gets the
-# most common class: uniform weights give the *mean* of the values. The default scale 1/√d_k
-# would be τ = √1280 ≈ 36 here: √d_k suits dot products of vectors with unit-variance entries
-# (02), not cosines, which never leave [−1, 1].
+# As τ → 0 the soft vote gives 1-NN's answer for every query; as τ grows the weights turn
+# nearly uniform and every query gets the database's most common class: uniform weights give
+# the *mean* of the values, the class frequencies. The default 1/√d_k would be τ = √1280 ≈ 36,
+# made for dot products of unit-variance entries (02), not cosines in [−1, 1].
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# In between, a few close neighbours vote. Top-1 and the peak weight across τ, for both search
-# spaces:
+# Top-1 and the peak weight across τ, for both search spaces:
 
 # %%
 taus = np.geomspace(1e-3, 10, 9)
@@ -296,20 +279,18 @@ plt.tight_layout()
 show_figure()
 
 # %% [markdown]
-# Both curves start at 1-NN's top-1 for small τ, rise a little above it where a handful of close
-# neighbours share the weight, and fall to the most common class's share as the weights turn
-# uniform. (We read the best τ off the test queries themselves, so its gain is flattered: an
-# honest choice of τ uses other queries kept apart for the purpose.) The right panel is
-# notebook 02's picture: the temperature decides how peaked the softmax is.
+# Both curves start at 1-NN's top-1, rise a little above it where a handful of close neighbours
+# share the weight, and fall to the most common class's share as the weights turn uniform. The
+# best τ is read off the test queries, so its gain is flattered: an honest choice uses held-out
+# queries.
 
 # %% [markdown]
 # ## 5 · Attention over a set: the odd one out
 #
-# Notebook 04 showed that without positions, attention sees a set: it cannot tell the order
-# of its inputs. We now use that on purpose, as the UvA deep-learning course does with a ResNet:
-# a **set** of 10 images, nine of one class and one of another, in random order; which one does
-# not belong? Chance is 1 in 10. Training sets are drawn from the 4,000 training images, test
-# sets from the 1,000 test images.
+# Without positions, attention sees a set (notebook 04); we use that on purpose, as the UvA
+# deep-learning course does with a ResNet. Which image of a **set** of 10, nine of one class and
+# one of another in random order, does not belong? Chance is 1 in 10. Training sets are drawn
+# from the training images, test sets from the test images.
 
 # %%
 train_sets, train_odd = sets.odd_one_out(y_train, 30000, seed=1)  # (30000, 10), (30000,)
@@ -344,12 +325,11 @@ def show_sets(rows, images, members, odd):
 show_sets([0, 1, 2], x_test, test_sets, test_odd)
 
 # %% [markdown]
-# **The model** (`attnlab.sets.OddOneOut`), from attnlab's own blocks: each image's features are
-# put on one scale by a LayerNorm without parameters (pixels reach 255, embeddings 6), cut down
-# to their 64 **main directions** (the principal components of the training images: fixed
-# before training, nothing learned) and brought to 32 numbers by a linear layer; then **one
-# `EncoderBlock`** (4 heads, no positional encoding: every image attends to every image of its
-# set, itself included), then a linear layer gives each image a score.
+# **The model** (`attnlab.sets.OddOneOut`): a LayerNorm without parameters puts each image's
+# features on one scale (pixels reach 255, embeddings 6); a fixed projection onto their 64
+# **main directions** (the training images' principal components) and a linear layer bring them
+# to 32 numbers; then **one `EncoderBlock`** (4 heads, no positional encoding; every image
+# attends to all of its set, itself included), and a linear layer scores each image.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The loss treats the 10 positions as 10 classes:
@@ -359,10 +339,9 @@ show_sets([0, 1, 2], x_test, test_sets, test_odd)
 # loss = F.cross_entropy(scores, odd[batch])   # the odd image's position is the class
 # ```
 #
-# `sets.train_odd_one_out` runs it through `attnlab.train.fit` (Adam, learning rate 10⁻³,
-# batches of 64), once over 30,000 training sets. One training is one draw: the seed picks the
-# first weights and the order of the batches. So we train **three**, with seeds 0, 1 and 2, and
-# believe only what all three show.
+# `sets.train_odd_one_out` trains with Adam (learning rate 10⁻³, batches of 64), once over
+# 30,000 training sets. The seed sets the first weights and the batch order: we train **three**
+# (seeds 0, 1 and 2) and believe only what all three show.
 
 # %%
 SEEDS = (0, 1, 2)
@@ -390,11 +369,9 @@ assert max(per_seed) - min(per_seed) < 0.05, "within a few points of each other"
 assert accuracy["mean"] < min(per_seed) - 0.15 and accuracy["mean"] > 3 * 0.1
 
 # %% [markdown]
-# The no-attention rule picks, in each set, the image whose MobileNetV2 embedding has the lowest
-# cosine to the set's mean embedding. Each of the three set models beats it by far, and the
-# three lie within a few points of each other; all are far above chance. Does the pre-trained
-# embedding matter? Compare seed 0's two models on the same sets, centred and then moved 3
-# pixels, as in retrieval.
+# The no-attention rule picks the image whose MobileNetV2 embedding has the lowest cosine to its
+# set's mean. All three set models beat it by far and lie within a few points of each other.
+# Does the pre-trained embedding matter? Seed 0's two models, centred and moved 3 pixels:
 
 # %%
 diff, se = paired(right["cnn"].numpy(), right["pixels"].numpy())
@@ -409,13 +386,11 @@ assert abs(diff) < 0.05, "within a few points on centred images"
 assert accuracy["cnn"] - moved_acc["cnn"] < 0.1 and accuracy["pixels"] - moved_acc["pixels"] > 0.3
 
 # %% [markdown]
-# On centred images the two are within a few points of each other. On moved images the pixel
-# model drops by more than 0.3 and the embedding model by less than 0.1: the same lesson as in
-# retrieval.
+# Centred, the two are within a few points; moved, the pixel model drops by more than 0.3, the
+# embedding model by less than 0.1, as in retrieval.
 #
-# **It treats its input as a set.** Without positional encoding, permuting the 10 images of a
-# set must permute the 10 scores and change nothing else (notebook 04). Checked on every test
-# set at once:
+# **It treats its input as a set.** Without positional encoding, permuting a set's images must
+# permute its scores and change nothing else (notebook 04). On every test set:
 
 # %%
 x = torch.from_numpy(test_emb).double()[test_sets]               # (1000, 10, 1280)
@@ -432,9 +407,8 @@ assert gap < 1e-12 and not torch.equal(order, torch.arange(10))
 # %% [markdown]
 # ### Does it need its attention?
 #
-# Before reading any attention weights we take them away, as in notebook 03: under
-# `attnlab.uniform_attention(model)` every image gives each image of its set the weight 1/10, and
-# nothing else changes.
+# Before reading the weights we take them away, as in notebook 03: under
+# `attnlab.uniform_attention(model)` every image gives each image of its set the weight 1/10.
 #
 # **Predict first.** What test accuracy does the MobileNetV2 set model keep with uniform
 # attention?
@@ -459,8 +433,8 @@ print(f"seed 0: test accuracy {fmt(accuracy['cnn'], 3)} with its weights, "
 ex05.uniform_accuracy(guess, accuracy["uniform"])
 
 # %% [markdown]
-# One model could be lucky. The same test on all three, and once more with **one head at a
-# time** made uniform (`attnlab.uniform_attention(attn, heads=[h])`, the other three untouched):
+# The same test on all three models, and with **one head at a time** made uniform
+# (`attnlab.uniform_attention(attn, heads=[h])`, the other three untouched):
 
 # %%
 def right_of(m, heads=()):
@@ -491,19 +465,16 @@ for row in rights.values():
 # %% [markdown]
 # Far above chance, yet below the trained model in every seed, by more than two standard
 # errors of the paired difference; by how much varies from seed to seed. Uniform weights are
-# not "no attention": each image still receives the plain **mean** of its set, and the mean of
-# nine images of a kind and one other already points at the odd one (the limit τ → ∞ of
-# section 4 gave the mean of the values too). The learned weights add the rest: every model
-# needs them. In most of the three models no single head does the job: making any one head
-# uniform costs less than half of what making all four uniform costs, and the work is spread
-# over the heads.
+# not "no attention": each image still receives its set's **mean** (nine of a kind, one other),
+# which already points at the odd one; the learned weights add the rest. In most models no
+# single head does the job: any one head made uniform costs less than half of what all four
+# cost.
 
 # %% [markdown]
 # ### Where does the attention go?
 #
-# The first two test sets above, each of the 4 heads: row = the image that asks (query),
-# column = the image it reads (key), weight × 10, so 1 is uniform attention; the odd image's
-# position is red.
+# The first two test sets, each of the 4 heads: row = query, column = key, weight × 10
+# (1 = uniform); the odd image's position is red.
 
 # %% slideshow={"slide_type": "subslide"} tags=["hide-input"]
 (weights,) = attnlab.attention_maps(model, x)                     # (1000, 4, 10, 10)
@@ -518,10 +489,9 @@ for i in (0, 1):
     show_figure()
 
 # %% [markdown]
-# Two pictures cannot say what a head does in general; a measurement over the 1,000 test sets
-# can. For the odd image, two scores per head, both × 10 (1 = uniform attention):
-# **from the others**, the mean weight the other 9 images give it (its column, without its own
-# entry), and **on itself**, its weight on itself (one entry of its row). Write them:
+# Over the 1,000 test sets, two scores per head for the odd image, both × 10: **from the
+# others**, the mean weight the other 9 images give it (its column, without its own entry), and
+# **on itself**, its weight on itself (one entry of its row). Write them:
 #
 # <details><summary>Hint 1</summary>
 #
@@ -550,9 +520,9 @@ def my_target_roles(weights, odd):
 roles = ex05.target_roles(my_target_roles)
 
 # %% [markdown]
-# With `attnlab.probes.target_roles` two more: the **hit rate**, how often the odd image is the
-# image the others attend to most (a head that picks at random scores the base rate, 1 in 10),
-# and what the nine majority images give *themselves*, for comparison.
+# `attnlab.probes.target_roles` adds the **hit rate**, how often the odd image is the one the
+# others attend to most (a head picking at random scores the base rate, 1 in 10), and, for
+# comparison, the majority images' weight on *themselves*.
 
 # %%
 from_others, on_itself = roles(weights, test_odd)
@@ -569,10 +539,9 @@ assert torch.allclose(from_others, scores["from_others"]) and torch.allclose(on_
                                                                              scores["on_itself"])
 
 # %% [markdown]
-# Is that table a fact about the task, or about seed 0's model? The same scores for all three
-# models, each head named by what it does: the head with the highest **hit rate**, and the head
-# where the odd image keeps the most weight **on itself**, beside what the majority images keep
-# on themselves in that head.
+# A fact about the task, or about seed 0's model? All three models, each head named by what it
+# does: the highest **hit rate**, and the most weight the odd image keeps **on itself**, beside
+# what the majority images keep on themselves there.
 
 # %%
 roles_by_seed = {}
@@ -590,11 +559,10 @@ for _, keeps, r in roles_by_seed.values():
     assert r["on_itself"][keeps] > 1.2 * r["others_on_themselves"][keeps], "keeps it, every seed"
 
 # %% [markdown]
-# One thing holds in every model: in some head the odd image keeps more than 1.2 times the
-# weight on itself that a majority image keeps on its own (how much more varies by model). Its
-# attention differs from everyone else's, and that difference is something the score can read.
-# The hit rate, and which head does what, vary from model to model: a head's number is an
-# accident of the training, so we name a head by what it does, never by its index.
+# In every model some head has the odd image keep more than 1.2 times the weight on itself that
+# a majority image keeps on itself (how much more varies by model): a difference the score can
+# read. The hit rate, and which head does what, vary from model to model, so we name heads by
+# what they do.
 
 # %% tags=["remove-cell"]
 quoted = {"1-NN": (hit_cnn.mean(), 0.764), "1-NN pixels": (hit_pix.mean(), 0.771),
@@ -604,22 +572,19 @@ assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()),
 # %% [markdown]
 # ## What we learned
 #
-# - A frozen ImageNet network, never trained on Fashion-MNIST, puts images of a kind next to
-#   each other: 1-NN top-1 0.764 where chance is 0.100, level with raw pixels (0.771) on
-#   centred images; with the queries moved 3 pixels it kept most of its right answers, pixels
-#   lost more than a quarter of theirs.
-# - Retrieval is attention: softmax(cos / τ) over the database, with one-hot labels as values.
-#   At τ = 10⁻⁶ it gave 1-NN's answer for all 1,000 queries, at τ = 10 the database's most
-#   common class for all of them: uniform weights return the mean of the values.
-# - A Transformer encoder without positions over sets of 10 embeddings found the odd image in
-#   more than 8 of 10 test sets with each of three seeds, well above the no-attention rule and
-#   chance. On centred images a model on raw pixels came within a few points of it; with the
-#   images moved 3 pixels the pixel model lost more than 0.3, the embedding model less than 0.1.
-#   Permuting a set permuted its scores, to float precision.
-# - Under uniform attention every seed lost accuracy, but kept far more than chance: the set's
-#   mean carries much of the answer, the learned weights add the rest. In most models one head
-#   made uniform cost less than half of that: the work is spread over the heads, and which head
-#   does what changes with the training, so a head is named by what it does, not by its number.
+# - A frozen ImageNet network puts Fashion-MNIST images of a kind together: 1-NN top-1 0.764
+#   (chance 0.100), level with raw pixels (0.771) on centred images; with queries moved 3 pixels,
+#   it kept most of its right answers, pixels lost more than a quarter.
+# - Retrieval is attention: softmax(cos / τ) over one-hot labels gave 1-NN's answer at
+#   τ = 10⁻⁶ and the most common class at τ = 10 (nearly uniform weights), for all 1,000
+#   queries.
+# - Without positions, one encoder block found the odd image in more than 8 of 10 test sets with
+#   each of three seeds, well above the no-attention rule; permuting a set permuted its scores,
+#   to float precision. A raw-pixel model came within a few points centred, but lost more than
+#   0.3 moved 3 pixels, the embedding model less than 0.1.
+# - Uniform attention cost every seed accuracy but left far more than chance: the set's mean
+#   carries much of it. In most models any one head made uniform cost less than half of that;
+#   which head does what changes with training.
 
 # %% [markdown]
 # ## Going further
