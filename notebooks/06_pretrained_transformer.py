@@ -9,31 +9,26 @@
 # %% [markdown]
 # # 06 · A pre-trained transformer, inside our own attention code
 #
-# Notebooks 01–04 built attention and trained a tiny encoder on a few dozen words. Real models are
-# the same machinery, only bigger and trained on far more text. Here we take a published one,
-# **all-MiniLM-L6-v2** (a 6-layer BERT-style sentence encoder by the sentence-transformers
-# project, Apache-2.0), and load its weights into the very `MultiHeadAttention` class of notebook
-# 01, inside the `EncoderBlock` of notebook 03. No `transformers` library is involved: only the
-# weight file, the vocabulary and our code.
-#
-# Then we use it and question it: sentence similarity; a sentiment classifier on top of the
-# frozen encoder; whether it needs its attention at all; and what its heads do, measured over
-# many sentences.
+# Real models are the machinery of notebooks 01–04, bigger and trained on far more text. Here we
+# load a published one, **all-MiniLM-L6-v2** (a 6-layer BERT-style sentence encoder by the
+# sentence-transformers project, Apache-2.0), into our `MultiHeadAttention` (notebook 01) and
+# `EncoderBlock` (notebook 03): no `transformers` library, only the weight file, the vocabulary
+# and our code.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - that a published transformer is the attention code you wrote: its weights load into
-#   `EncoderBlock` and reproduce the published numbers to 4 decimals;
-# - to test whether a model needs its attention (uniform weights) before reading its heads, and
-#   to read them over many sentences, not one;
-# - that the weight a token receives is not the information it gives: two interventions, hiding
-#   it as a key and zeroing its value, tell them apart;
-# - optional, in *Going further*: what pre-training buys on words never seen in training, a
-#   reliability diagram, and the sentiment app.
+# - a published transformer's weights load into attnlab's `EncoderBlock` and reproduce its
+#   published numbers to 4 decimals;
+# - test whether a model needs its attention before reading its heads, and read them over many
+#   sentences;
+# - the weight a token receives is not the information it gives, and two interventions tell
+#   them apart;
+# - optional (*Going further*): what pre-training buys on unseen words, a reliability diagram,
+#   the sentiment app.
 #
 # Assumes: notebooks 01 (multi-head attention), 03 (the encoder block, hiding a word from
-# attention) and 04 (the one-word "bag" reviews), and the cosine of two vectors (05).
+# attention), 04 (the one-word "bag" reviews) and 05 (the cosine of two vectors).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -61,11 +56,9 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## The published weights in our blocks
 #
-# `load_minilm()` finds the three files (`model.safetensors`, `vocab.txt`, `config.json`), reads
-# the config and builds: word + position + token-type embeddings, a LayerNorm, and six
-# `attnlab.EncoderBlock`s (12 heads, width 384, GELU, post-norm, as defined in notebook 03).
-# Each weight in the file is renamed onto our modules: `attention.self.query` → `attn.q`, and so
-# on. Where the 22.6 M parameters sit:
+# `load_minilm()` reads the config, builds the embeddings and six `attnlab.EncoderBlock`s (GELU,
+# post-norm, as in notebook 03) and renames each weight of the file onto our modules
+# (`attention.self.query` → `attn.q`, ...). Where the 22.6 M parameters sit:
 
 # %% slideshow={"slide_type": "subslide"}
 minilm = attnlab.load_minilm()
@@ -94,12 +87,10 @@ assert count(minilm) == n_params == count(minilm.word, minilm.position, minilm.t
                                           minilm.embed_norm) + minilm.n_layers * count(block)
 
 # %% [markdown]
-# Most parameters are the word embeddings: one 384-number row for each of the 30,522 **word
-# pieces** of the vocabulary. A BERT-style model does not read whole words: common words are one
-# piece, rarer ones are split into pieces it knows, a `##` marking a piece that continues a word.
-# Every input is wrapped in two special tokens it was trained with: **[CLS]** ("classification")
-# first, whose final vector BERT's pre-training used for sentence-level tasks, and **[SEP]**
-# ("separator") at the end of each sentence.
+# Most parameters are the word embeddings: a 384-number row for each of the 30,522 **word pieces**
+# of the vocabulary. Common words are one piece; rarer ones are split, `##` marking a piece that
+# continues a word. Every input is wrapped in two special tokens: **[CLS]** ("classification")
+# first, and **[SEP]** ("separator") at the end of each sentence.
 
 # %%
 for text in ("The plot was dismal.", "Attention is all you need"):
@@ -108,12 +99,11 @@ for text in ("The plot was dismal.", "Attention is all you need"):
 # %% [markdown]
 # ## Is it really all-MiniLM-L6-v2?
 #
-# A sentence vector is what notebook 03's model fed its classifier: the mean of the last layer's
-# token vectors over the real tokens (padding left out), here also scaled to length 1, so that
-# the cosine of two sentence vectors is their dot product. `minilm.encode(sentences)` computes
-# it. The sentence-transformers documentation (Quickstart) prints the similarities of three
-# sentences under this model. If any weight, the tokenizer, GELU, a LayerNorm or the pooling
-# were wrong, the 4th decimal would not survive.
+# A sentence vector, as in notebook 03, is the mean of the last layer's token vectors over the real
+# tokens, here scaled to length 1 so the cosine of two is their dot product;
+# `minilm.encode(sentences)` computes it. The sentence-transformers documentation (Quickstart)
+# prints the similarities of three sentences under this model. Any error would break the 4th
+# decimal.
 
 # %%
 quickstart = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
@@ -133,9 +123,8 @@ assert ours == published, "all 9 numbers agree to 4 decimals"
 # %% [markdown]
 # ## Sentence similarity
 #
-# Six sentences, three topics, each said twice with different words. Similar meaning should give
-# a high cosine even when the pair shares almost no word. Cosines run from −1 to 1, so the map
-# below is diverging: white is 0, red positive, blue negative.
+# Six sentences, three topics, each said twice in different words. Similar meaning should give a
+# high cosine even when a pair shares almost no word.
 
 # %% tags=["hide-input"]
 sentences = ["A man is playing a guitar.", "Someone is strumming an instrument.",
@@ -177,12 +166,10 @@ assert across < similarity[nearest, torch.arange(6)].min()
 # %% [markdown]
 # ## A sentiment classifier on the frozen encoder
 #
-# The encoder stays frozen; on its sentence vectors we train only a linear layer `384 → 2`
-# (`fit_head`, with the series' training loop). The reviews are notebook 04's **bag** task: one
-# positive or negative word among neutral filler, `task_reviews("bag")`. A linear layer on 384
-# numbers needs few examples, so it gets the first 400 training reviews: running them through
-# MiniLM is the slow part. Training the head is cheap, so we train three, with seeds 0, 1 and 2
-# (the seed picks the first weights and the batch order), and believe only what all three show.
+# On the frozen encoder's sentence vectors we train only a linear layer `384 → 2` (`fit_head`) on
+# notebook 04's **bag** task: one positive or negative word among neutral filler. It gets the
+# first 400 training reviews. We train three heads, seeds 0, 1 and 2, and believe only what all
+# three show.
 
 # %%
 train, test = task_reviews("bag")  # the reviews train_classifier(task="bag") uses
@@ -205,11 +192,11 @@ assert min(head_accs) >= 0.95
 # %% [markdown]
 # ## Does MiniLM need its attention?
 #
-# Before reading any head, the test of notebook 03: under `attnlab.uniform_attention(model)` every
-# attention in attnlab gives each query the same weight on every key, so MiniLM keeps its
-# embeddings, feed-forward layers and LayerNorms, but loses what its 72 heads learned about
-# where to look. We encode ten probe sentences (the six above, the Quickstart's three and one
-# more) and the 400 test reviews both ways and compare each sentence vector with its normal one.
+# Before reading any head, notebook 03's test: under `attnlab.uniform_attention(model)` each
+# query gives every key the same weight: MiniLM keeps everything but what its 72 heads learned
+# about where to look. We encode ten probe sentences (the six above, the Quickstart's three and
+# one more) and the 400 test reviews both ways and compare each sentence vector with its normal
+# one.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the class before running: with every attention weight uniform, how similar (cosine) will a
@@ -253,20 +240,17 @@ assert all(0.8 < u < a - 0.02 for a, u in zip(head_accs, uniform_accs))
 assert all(0.03 < a - u < 0.17 for a, u in zip(head_accs, uniform_accs)), "4 to 14 points"
 
 # %% [markdown]
-# Without its learned attention MiniLM computes something else: the probe sentences' vectors
-# keep a cosine of about 0.44 with their normal selves, between "the same" (1) and "another
-# sentence" (0.12). The sentiment heads lose less, but not nothing: each stays above 0.8, and
-# over the heads of 22 seeds each lost 4 to 14 points (the line above gives these three). A
-# one-word review needs little attention, since the sentiment word's own vector still reaches the
-# mean through the residual path (notebook 03); the drop is what MiniLM's attention added on top.
-# The heads matter, so they are worth reading.
+# Without its learned attention, the probe sentences' vectors keep a cosine of about 0.44 with
+# their normal selves, between "the same" (1) and "another sentence" (0.12). The sentiment heads
+# lose less: each stays above 0.8, and over the heads of 22 seeds each lost 4 to 14 points. A
+# one-word review needs little attention: its sentiment word reaches the mean through the residual
+# path (notebook 03).
 
 # %% [markdown]
 # ## What its attention does
 #
-# `attention_maps(sentence)` returns the word pieces and, for each of the 6 layers, the weights
-# `(1, 12, T, T)`: the layout bertviz uses. Below: all 72 heads for one sentence; in each small
-# square rows are queries and columns keys.
+# `attention_maps(sentence)` returns the word pieces and, per layer, the weights `(1, 12, T, T)`.
+# Below, all 72 heads for one sentence: rows are queries, columns keys.
 
 # %% tags=["hide-input"]
 tokens, maps = minilm.attention_maps(probe[-1])
@@ -281,10 +265,9 @@ show_figure()
 
 # %% [markdown]
 # A bright first column in many squares: much weight on `[CLS]`. One sentence shows little, so
-# measure over all ten probe sentences. For each layer, averaged over its 12 heads and the
-# queries (1.0 would be all of it): the share of attention `[CLS]` receives (mean over the
-# sentences, and the lowest and highest sentence), the share `[SEP]` receives, and the largest
-# share any other token (a word or punctuation) receives in any of the sentences.
+# we measure all ten probe sentences. Per layer, averaged over heads and queries: the share of
+# attention (1.0: all of it) `[CLS]` and `[SEP]` receive, and the largest share any other token
+# (word or punctuation) receives in any sentence.
 
 # %% slideshow={"slide_type": "subslide"}
 received, patterns = [], []
@@ -319,18 +302,17 @@ assert (ratio[:, 1:5] > 4).all() and cls_share[:, 1:5].min() > 0.5
 # A common reading (Clark et al., 2019, "What does BERT look at?", said it of `[SEP]`; later work
 # calls such tokens *attention sinks*): a head with nothing specific to look for parks its weight
 # on a special token, a **no-op**. That is a hypothesis about *information*; the table measures
-# *weight*. To tell them apart we need interventions.
+# *weight*.
 
 # %% [markdown]
 # ## Weight or information? Two interventions
 #
 # Notebook 03 took a word out of attention two ways. **Hide it as a key**: mask it before the
-# softmax, as padding is masked, so no query reads it and its weight is shared out over the other
-# keys. **Zero it after the softmax**: its weight is thrown away instead. Zeroing the token's
-# **value** vector does the second in every head at once, since each output is Σ_j w_ij v_j: a
-# zero v_j is the same as a zero column j of weights. Write both for one attention:
-# `q (B, H, T, D)`, `k` and `v (B, H, S, D)`, `key (B,)` the index of the key to take out in each
-# row of the batch, `how` "mask" or "value". Return the output.
+# softmax, like padding, so its weight is shared out over the other keys. **Zero it after the
+# softmax**: its weight is thrown away. Zeroing the token's **value** vector does the second in
+# every head at once: each output is Σ_j w_ij v_j, so a zero v_j is a zero column j of weights.
+# Write both for one attention: `q (B, H, T, D)`, `k` and `v (B, H, S, D)`, `key (B,)` the index
+# of the key to take out in each batch row, `how` "mask" or "value". Return the output.
 #
 # <details><summary>Hint 1</summary>
 #
@@ -360,12 +342,11 @@ def my_without_key(q, k, v, key, how):
 without_key = ex06.without_key(my_without_key)
 
 # %% [markdown]
-# `encode_without_key(minilm, sentences, ...)` does the same in every head of every layer, for
-# `[CLS]` (`position=0`) or for a word of each sentence (`word_index=`, all its word pieces). The
-# token itself stays in the sentence and in the mean: only its role as a key changes. We compare
-# three tokens on the first 100 test reviews: `[CLS]`, the sentiment word, and a filler word (the
-# first word, or the second where the first is the sentiment word). For each: the cosine to the
-# normal sentence vectors, and the sentiment head's accuracy.
+# `encode_without_key(minilm, sentences, ...)` does it in every layer and head, for `[CLS]` or a
+# word (all its word pieces). The token stays in the sentence and in the mean: only its role as a
+# key changes. On the first 100 test reviews we take out `[CLS]`, the sentiment word or a filler
+# word (the first word, or the second where the first is the sentiment word), and measure the cosine
+# to the normal vectors and accuracy.
 
 # %%
 reviews = test[:100]
@@ -395,26 +376,21 @@ assert all(0.9 < moved["the sentiment word", how][0] < moved["a filler word", ho
 assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
 
 # %% [markdown]
-# One lesson, from both sides:
-#
 # - A token that carries information loses it either way. Hiding the sentiment word as a key and
-#   zeroing its value move the sentence vectors by about the same amount (cosines within 0.02 of
-#   each other) and both cost the head accuracy; a filler word moves them a little, both ways
-#   alike. Notebook 03 found the same on its model: hiding a sentiment word and zeroing its
-#   weights gave about the same accuracy.
+#   zeroing its value move the sentence vectors about equally (cosines within 0.02 of each other)
+#   and both cost the head accuracy; a filler word moves them a little, both ways alike.
 # - `[CLS]` is the other kind: much weight, little content. Zero its value and nothing moves
-#   (cosine above 0.99, the accuracy as it was): what heads read from it is almost nothing, as
-#   the sink reading says. Hide it as a key and the vectors move further than for any word
-#   (cosine below 0.7): the softmax must put its large weight on the words, and the heads then
-#   read them far more than they were trained to.
+#   (cosine above 0.99, the accuracy as it was): heads read almost nothing from it, as the sink
+#   reading says. Hide it as a key and the vectors move further than for any word (cosine below
+#   0.7): its large weight goes to the words, read far more than the heads were trained to.
 #
 # **Weight on a token is not information from it; the two interventions tell them apart.** Where
-# they agree, the weight carried information; where only masking matters, the weight was parked.
+# they agree, the weight carried information; where only masking matters, it was parked.
 
 # %% [markdown]
 # ## Heads with a job, and what "it" reads
 #
-# Some heads have one clear job. The head that looks most at the previous token, averaged over
+# Some heads have one clear job: the head that looks most at the previous token, averaged over
 # the ten probe sentences:
 
 # %%
@@ -437,16 +413,16 @@ show_figure()
 
 # %% [markdown]
 # A harder question: does some head link *it* to what it refers to? In "The cat sat on the mat
-# because it was tired", *it* is the cat; change one word, "… because it was soft", and *it* is
-# the mat. A head that resolves *it* should move its weight from `cat` to `mat` when that one word
-# changes. One sentence cannot show this: a head can look from `it` to `cat` because every token
-# in it looks at `cat`. A **minimal pair** can.
+# because it was tired", *it* is the cat; in "… because it was soft", the mat. A head that
+# resolves *it* should then move its weight from `cat` to `mat`. One sentence cannot show this
+# (a head may look from `it` to `cat` because every token looks at `cat`); a **minimal pair**,
+# two sentences that differ in one word, can.
 #
-# **Explore.** Write two sentences of your own that differ in one word, where that word changes
-# what *it* refers to, with the two candidates (one word piece each; `minilm.tokenize([s]).tokens`
-# shows the pieces). Choose a (layer, head) and report the weight `it` puts on each candidate in
-# each sentence: `[[on candidate 1, on candidate 2] in sentence 1, [the same] in sentence 2]`. The
-# check recomputes it from your sentences. Try several heads: does any move the way the meaning
+# **Explore.** Write your own minimal pair, whose changed word changes what *it* refers to, and
+# its two candidates (one word piece each; `minilm.tokenize([s]).tokens` shows the pieces).
+# Choose a (layer, head) and report the weight `it` puts on each candidate in each sentence:
+# `[[on candidate 1, on candidate 2] in sentence 1, [the same] in sentence 2]`. The check
+# recomputes it from your sentences. Try several heads: does any move the way the meaning
 # does?
 #
 # <details><summary>Hint 1</summary>
@@ -481,13 +457,12 @@ my_weights = ex06.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my
                                minilm.attention_maps)
 
 # %% [markdown]
-# Now seven minimal pairs, every head, and seven **control pairs**. In a minimal pair the one
-# changed word moves what *it* refers to: in the first sentence *it* is the first candidate, in
-# the second the second. A control pair changes the same word to one that leaves *it* where it
-# was ("tired" → "sleepy": still the cat). For each head, the **move**: how much more weight `it`
-# puts on the first candidate than on the second in the first sentence, minus the same in the
-# second sentence. A head that follows the meaning has a positive move in the minimal pairs and
-# a move near 0 in the controls; a head that only reacts to a changed word moves in both.
+# Now seven minimal pairs, every head, and seven **control pairs**: in a minimal pair the changed
+# word moves *it* from the first candidate to the second; a control pair changes the same word to
+# one that leaves *it* where it was ("tired" → "sleepy": still the cat). A head's **move**: how much
+# more weight `it` puts on the first candidate than on the second in the first sentence, minus the
+# same in the second. A head that follows the meaning moves positively in the minimal pairs and near
+# 0 in the controls; one that only reacts to a changed word moves in both.
 
 # %% tags=["hide-input"]
 # template, the word that makes "it" the first candidate, the word that makes it the second, a
@@ -551,30 +526,26 @@ second = moves["minimal"].mean(0).flatten().topk(2).values
 assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU could swap"
 
 # %% [markdown]
-# Changing what *it* refers to moves the weights of `it` only a little more than changing a word
-# that leaves the referent alone: the mean size of a move is 0.014 against 0.011, and a few more
-# heads move by more than 0.1 (7 of 72 against 2). But the head that moves most with the meaning
-# (0.41) moves almost as far (0.37) in a control pair, and no head moves towards the new referent
-# in every minimal pair.
-# These weights show heads reacting to a changed word, not a head that resolves pronouns. The
-# model may still resolve *it* elsewhere, in its vectors; the weights alone do not show it.
+# Changing what *it* refers to moves the weights of `it` only a little more than a control change:
+# the mean size of a move is 0.014 against 0.011, and more heads move by more than 0.1 (7 of 72
+# against 2). But the head that moves most with the meaning (0.41) moves almost as far (0.37) in a
+# control pair, and no head moves towards the new referent in every minimal pair. The weights show
+# heads reacting to a changed word, not resolving pronouns; the model may still resolve *it* in its
+# vectors.
 
 # %% [markdown]
 # ## What we learned
 #
-# - A published transformer is the attention we wrote: all-MiniLM-L6-v2's weights, loaded into
-#   `EncoderBlock` and `MultiHeadAttention`, reproduce the published similarities to 4 decimals,
-#   and its mean-pooled sentence vectors put each of six sentences next to its paraphrase.
-# - MiniLM needs its attention: with uniform weights its sentence vectors keep a cosine of only
-#   about 0.44 with their normal selves (probe sentences); three sentiment heads, on a task a bag
-#   of words solves, each lose 4 to 14 points (22 seeds).
-# - `[CLS]` receives more attention than any other token in every layer of ten probe sentences,
-#   no other token more than a quarter of a layer's attention. Zeroing its value changes almost
-#   nothing; hiding it as a key moves the vectors far; for the sentiment word both do about the
-#   same. Weight on a token is not information from it; the two interventions tell them apart.
-# - In seven minimal pairs the weights of *it* move only a little more than in seven control pairs
-#   whose changed word leaves the referent alone, and no head follows the referent in every pair:
-#   the weights show no head that tracks what *it* refers to.
+# - all-MiniLM-L6-v2's weights in our `EncoderBlock` and `MultiHeadAttention` reproduce the
+#   published similarities to 4 decimals; its sentence vectors find each sentence's paraphrase.
+# - MiniLM needs its attention: under uniform weights the probe sentences' vectors keep a cosine
+#   of only about 0.44 with their normal selves, and each sentiment head loses 4 to 14 points
+#   (22 seeds).
+# - `[CLS]` receives the most attention in every layer of ten probe sentences, yet zeroing its
+#   value changes almost nothing while hiding it as a key moves the vectors far; for the
+#   sentiment word both do about the same: weight on a token is not information from it.
+# - In seven minimal pairs the weights of *it* move only a little more than in seven control
+#   pairs, and no head follows the referent in every pair.
 
 # %% [markdown]
 # ## Going further
