@@ -9,28 +9,24 @@
 # %% [markdown]
 # # 03 · Training an encoder, and reading its attention
 #
-# Notebooks 01 and 02 built attention; here a small Transformer encoder learns with it. We train
-# it on synthetic movie reviews whose label depends on **word order**, the sentiment word after
-# "but", and we know the word that decides. That makes it possible to do what real data never allows: first test
-# whether the model needs its attention at all, then score its attention against the truth,
-# then test what its predictions depend on.
+# A small Transformer encoder learns to classify synthetic reviews whose label turns on **word
+# order**: the sentiment word after "but" decides. Knowing that word, we can test whether the model
+# needs its attention, score that attention against the truth, and test what its predictions depend
+# on.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - what an encoder block computes: attention, a feed-forward layer, residual connections,
-#   LayerNorm and the padding mask, written out by you in a few lines;
-# - what a training loop does, in ten lines: minibatches, a loss, gradients, Adam;
-# - the test any attention heatmap must pass before it is read: make every weight uniform and
-#   see whether the predictions survive;
-# - how to score each head against the uniform level and against chance, and how to find the
-#   heads a model cannot do without;
-# - what hiding a word from attention and zeroing its value each say;
-# - optional (*Going further*): position or polarity; post-norm against pre-norm with a
-#   warm-up; and what notebook 02's $1/\sqrt{d_k}$ does in this model while it trains.
+# - an encoder block's parts, written by you: attention, feed-forward layer, residuals, LayerNorm,
+#   padding mask;
+# - a training loop: minibatches, a loss, gradients, Adam;
+# - the test before a heatmap is read: make every weight uniform; do predictions survive?
+# - scoring heads against the uniform level and chance; finding the heads a model needs;
+# - hiding a word from attention against zeroing its value;
+# - optional (*Going further*): position or polarity; post-norm against pre-norm; what
+#   $1/\sqrt{d_k}$ does while this model trains.
 #
-# Assumes: notebook 01 (scaled dot-product and multi-head attention) and basic PyTorch
-# (tensors, `nn.Module`).
+# Assumes: notebook 01 (multi-head attention) and basic PyTorch (tensors, `nn.Module`).
 
 # %% slideshow={"slide_type": "skip"}
 import copy
@@ -58,10 +54,10 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## The data: reviews that turn on "but"
 #
-# Each review is 5–15 words of neutral filler with three words placed at random: a sentiment
-# word, **but**, and a sentiment word of the other polarity. As in real reviews, the word after
-# "but" decides: "the plot was dull but the acting superb" is positive. The label is that word's
-# polarity (1 = positive, 0 = negative), and its position is recorded.
+# Each review: 5–15 words of neutral filler, with three words placed at random: a sentiment word,
+# **but**, and one of the other polarity. The word after "but" decides ("the plot was dull but the
+# acting superb" is positive); the label is its polarity (1 = positive, 0 = negative), its position
+# recorded.
 
 # %%
 reviews = make_contrast_reviews(TINY.n_train + TINY.n_test, seed=0)
@@ -73,13 +69,12 @@ for words, label, pos in test[:5]:
     print(f"{LABELS[label]:>8}  {marked}")
 
 # %% [markdown]
-# Every review holds one positive and one negative word, and which of the two comes after "but"
-# is a coin flip. So the *set* of words in a review says nothing about its label: a model that
-# only counts words (a bag of words) is at chance, 50 %. A model must relate the words to their
-# order. Relating tokens is what attention does; whether it is the only way, we measure.
+# Which sentiment word follows "but" is a coin flip, so a review's *set* of words says nothing about
+# its label: a model that only counts words (a bag of words) is at chance, 50 %. A model must relate
+# words to their order; whether attention is the only way, we measure.
 #
-# The model reads numbers, not words. The vocabulary maps each word to an id; id 0 is padding
-# (`PAD`, used to make all rows of a batch equally long) and id 1 stands for any unknown word.
+# The vocabulary maps words to ids: 0 is padding (`PAD`, to make a batch's rows equally long), 1 any
+# unknown word.
 
 # %%
 vocab = Vocab.for_reviews()
@@ -91,39 +86,37 @@ print("ids:  ", vocab.encode(example))
 # %% [markdown]
 # ## The model
 #
-# `TinyTransformer` turns a review into two scores, one per class:
+# `TinyTransformer` gives a review one score per class:
 #
-# 1. **embedding**: each token id selects a learned vector of d = 32 numbers, and a learned
-#    *position vector* for its place (0, 1, 2, …) is added;
-# 2. one **encoder block**: notebook 01's multi-head self-attention (4 heads), then a
-#    **feed-forward network** (FFN), a small two-layer network (32 → 64 → 32, ReLU) applied to
-#    each token's vector on its own;
-# 3. **mean pooling**: the average of the real tokens' vectors (padding left out), then a
-#    linear layer that gives the two scores (*logits*; softmax turns them into probabilities).
+# 1. **embedding**: a learned vector of d = 32 numbers per token id, plus a learned *position
+#    vector* for its place;
+# 2. one **encoder block**: notebook 01's multi-head self-attention (4 heads), then a **feed-forward
+#    network** (FFN), two layers (32 → 64 → 32, ReLU) applied to each token alone;
+# 3. **mean pooling** over the real tokens (not padding), then a linear layer to two scores
+#    (*logits*; softmax makes them probabilities).
 
 # %% [markdown]
 # ### Inside the block
 #
-# The encoder block of step 2, drawn:
+# Step 2, drawn:
 
 # %% tags=["hide-input"]
 diagrams.show("encoder_block")
 
 # %% [markdown]
 #
-# The block wraps each of its two parts the same way:
+# Both parts are wrapped alike:
 #
 # $$x = \text{LayerNorm}(x + \text{MHA}(x)) \qquad\qquad x = \text{LayerNorm}(x + \text{FFN}(x))$$
 #
-# - the **residual connection** `x + part(x)` adds the part's output to its input, so each
-#   token's own vector passes through and the part only has to learn a change to it;
-# - **LayerNorm** rescales each token's vector to mean 0 and variance 1 over its 32 numbers
-#   (then applies a learned scale and shift), which keeps the numbers in a range where
-#   training is stable. Normalising after the addition is called **post-norm**, as in the
-#   original Transformer; most models since GPT-2 normalise before each part (**pre-norm**).
+# - **residual connection** `x + part(x)`: each token's own vector passes through; the part learns
+#   only a change to it;
+# - **LayerNorm**: rescales each token's vector to mean 0 and variance 1 over its 32 numbers (then a
+#   learned scale and shift), keeping the numbers in a range where training is stable. Normalising
+#   after the addition is **post-norm**; most models since GPT-2 normalise before each part
+#   (**pre-norm**).
 #
-# The **padding mask** is one line: a query may attend to a key only when the key is a real
-# token, not `PAD`.
+# The **padding mask** lets a query attend only to real tokens, not `PAD`.
 
 # %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(attnlab.seed_of(0))  # the initial weights
@@ -142,11 +135,9 @@ print(f"{'total':28} {sum(p.numel() for p in model.parameters()):6,}")
 # %% [markdown]
 # ### Write the block
 #
-# Write the encoder of this one-block model: from token ids `x` (B, T) to the token states
-# (B, T, 32) after the block, and the attention weights (B, 4, T, T). The parts are
-# `model.embed(x)` (token vector + position vector), `block.attn(h, mask)` (notebook 01's
-# multi-head attention, which returns the output and the weights), `block.ff`, `block.norm1`
-# and `block.norm2`.
+# From token ids `x` (B, T), compute the states (B, T, 32) after the block and the weights
+# (B, 4, T, T) from `model.embed(x)` (token + position vector), `block.attn(h, mask)` (returns
+# output and weights), `block.ff`, `block.norm1` and `block.norm2`.
 
 # %% [markdown]
 # <details><summary>Hint 1</summary>
@@ -180,14 +171,11 @@ encode = ex03.encode(my_encode, model)
 # %% [markdown]
 # ## Training
 #
-# Training repeats one step. Take a **minibatch** of 64 training reviews; compute the
-# **cross-entropy loss**, the mean over the batch of −log(probability the model gives the right
-# label); let PyTorch compute the loss's gradient with respect to every parameter
-# (`loss.backward()`); move every parameter a small step against its gradient. The step rule is
-# **Adam**: gradient descent that keeps, per parameter, running averages of the gradient and of
-# its square, and scales each step to about the learning rate (0.003 here). One pass over the
-# 1,600 training reviews is an **epoch**; after each we measure the accuracy on the 400 test
-# reviews, which the model never trains on.
+# On each **minibatch** of 64 training reviews: compute the **cross-entropy loss** (the batch mean
+# of −log(probability of the right label)), get every parameter's gradient (`loss.backward()`), and
+# step each parameter against it. The step rule, **Adam**, keeps running averages of each gradient
+# and its square and scales each step to about the learning rate (0.003 here). After each **epoch**
+# (a pass over the 1,600 training reviews) we measure accuracy on the 400 held-out test reviews.
 
 # %%
 x_train, y_train, _ = train.tensors(vocab)  # (1600, T), (1600,)
@@ -213,10 +201,9 @@ print(f"{TINY.epochs} epochs of {len(y_train) // TINY.batch_size} steps; test ac
 assert test_acc[-1] >= 0.95 and max(test_acc[:2]) < 0.6
 
 # %% [markdown]
-# For its first two or three epochs the model stays near chance; then the test accuracy climbs
-# to the last epoch's value above. `attnlab.train.train_classifier()`
-# is this loop with its bookkeeping (data, vocabulary and model from the seed, a record of each
-# epoch); with no arguments it trains exactly this model.
+# Two or three epochs near chance, then the test accuracy climbs to the last value above.
+# `attnlab.train.train_classifier()` is this loop with its bookkeeping; with no arguments it trains
+# exactly this model.
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -237,17 +224,15 @@ assert trained.history["test_acc"] == test_acc
 # %% [markdown]
 # ## Does it need its attention?
 #
-# A heatmap shows where the weights go. It cannot show whether the model uses them: a model can
-# spread its weights in a striking pattern and decide everything elsewhere. So before reading
-# any weights, we take them away: every query gives every real token the same weight (1/T for a
-# review of T tokens), and nothing else changes: the embeddings, the feed-forward layer, the
-# pooling and the head are the trained ones.
+# A heatmap shows where the weights go, not whether the model uses them: a striking pattern may
+# decide nothing. So first we take the weights away: every query gives every real token the same
+# weight (1/T for T tokens); all else stays trained.
 #
 # ### Uniform attention, written by you
 #
 # At the **hook point** `model.blocks[0].attn.hook_scores`, a function may replace the scores
-# (B, H, T, T), after the scale and before the padding mask. **Implement**
-# `make_uniform(scores)`: scores that give every key a query may read the same weight.
+# (B, H, T, T), after the scale and before the padding mask. **Implement** `make_uniform(scores)`:
+# scores that give every key a query may read the same weight.
 
 # %%
 def make_uniform(scores):
@@ -289,15 +274,13 @@ with attnlab.uniform_attention(model):  # the library's: the same edit, on every
     assert evaluate(model, x_test, y_test)[1] == uniform_accuracy
 
 # %% [markdown]
-# Uniform weights cost this model accuracy: part of what it gets right, it gets right through
-# its attention, so its weights are worth reading. How much it loses varies from run to run
-# (five models follow; over 55 models, 8 to 55 points). From here on, `attnlab.uniform_attention(model)` does this.
+# Uniform weights cost this model accuracy, so its weights are worth reading. How much it loses
+# varies from run to run (five models follow; over 55 models, 8 to 55 points). From here on,
+# `attnlab.uniform_attention(model)` does this.
 #
-# That is a fact about this model, not about the task. Under uniform attention each token
-# still carries its own position vector through the residual path, and a sum over tokens of
-# "this positive word stands late" could decide the label without any token reading another.
-# Does a model find that way when it never had attention to lean on? Train the same recipe
-# with uniform weights from the first step:
+# That is a fact about this model, not the task: each token's position vector still reaches the mean
+# through the residual path, so "this positive word stands late" could decide with no token reading
+# another. Would a model without attention find that? The same recipe, uniform from the start:
 
 # %%
 without = train_classifier(uniform=True)  # the same data, recipe and first weights, uniform
@@ -310,17 +293,15 @@ print("trained with uniform attention throughout, test accuracy by epoch:",
 assert without.test_accuracy > 0.9 and max(without.history["test_acc"][:2]) < 0.6
 
 # %% [markdown]
-# It learns too, more slowly, to above 0.9: word and position together solve this task without
-# attention. Our model took another road: it learned to relate its words through attention, so
-# taking attention away costs it. Notebook 04 removes the positions instead.
+# It learns too, more slowly, to above 0.9: word and position solve this task without attention.
+# Notebook 04 removes the positions instead.
 
 # %% [markdown]
 # ## Where does it look?
 #
-# Two test reviews, one of each label, and two of the four heads: the two that the next
-# section's scores pick (the heads that read the two sentiment words most). Row = the token that asks (query), column = the token it reads from (key); the
-# decisive word's column label is red. A review of T tokens spreads each row's weight 1 over
-# T keys, so we show weight × T: 1 is uniform attention, 2 is twice that.
+# Two test reviews, one per label, in the two heads that read the sentiment words most (by the next
+# section's scores). Rows are queries, columns keys; the decisive word's column label is red. We
+# show weight × T for a review of T tokens: 1 is uniform.
 
 # %% slideshow={"slide_type": "skip"}
 (weights,) = attnlab.attention_maps(model, x_test)  # (400, H, T, T)
@@ -358,16 +339,14 @@ show_review(picks[0], shown)
 show_review(picks[1], shown)
 
 # %% [markdown]
-# In these two reviews the sentiment words' rows are not uniform: in one head a sentiment word
-# reads the *other* sentiment word. Two pictures cannot say whether that is systematic; a count
-# over the 400 test reviews can.
+# Here the sentiment words' rows are not uniform: in one head a sentiment word reads the *other*.
+# Systematic? The 400 test reviews can say.
 
 # %% [markdown]
 # ## Scoring every head
 #
-# How much attention does a token *receive*? Its column of the weight matrix holds what every
-# query gives it; average that column over the real queries (padding rows left out). Write the
-# average:
+# How much attention does a token *receive*? Its column of the weight matrix holds what every query
+# gives it; write its average over the real queries:
 
 # %% [markdown]
 # <details><summary>Hint 1</summary>
@@ -394,11 +373,10 @@ def my_attention_received(weights, real):
 attention_received = ex03.attention_received(my_attention_received)
 
 # %% [markdown]
-# A score per head for three words of each review: the decisive word (after "but"), the
-# first sentiment word and "but" itself. **× uniform** is the weight the word receives times
-# the review's length: 1.0 is what uniform attention gives it. The **hit rate** counts how
-# often the word is the most-received token of its review; a head that picks a random real
-# token would score the **base rate**, the mean of 1/length.
+# Each head scores three words per review: the decisive word (after "but"), the first sentiment word
+# and "but". **× uniform**: the weight the word receives times the review's length (uniform gives
+# 1.0). **Hit rate**: how often the word is its review's most-received token; a head picking a
+# random real token would score the **base rate**, the mean of 1/length.
 
 # %%
 received = attention_received(weights, real)  # (400, H, T)
@@ -416,9 +394,8 @@ assert (scores["but"]["times_uniform"] < 2.0).all()
 assert decisive["hit_rate"].max() > 2 * decisive["base_rate"]
 
 # %% [markdown]
-# Some head reads a sentiment word at more than twice the uniform level (the heatmaps above
-# show the two heads with the highest such score); "but" gets less than twice uniform from
-# every head. Which queries do the reading? The rows of the two sentiment words:
+# Some head reads a sentiment word at more than twice the uniform level; "but" gets less than twice
+# uniform from every head. Which queries read? The sentiment words' rows:
 
 # %%
 rows = torch.arange(len(y_test))
@@ -437,19 +414,16 @@ assert share[("decisive word", "first word")].max() > 1.5 * level  # the decisiv
 assert share[("first word", "decisive word")].max() > 1.5 * level  # and the first reads the decisive
 
 # %% [markdown]
-# Each sentiment word reads the other: in some head the decisive word puts well above the
-# uniform weight on the first word, and in some head the first word on the decisive one.
-# After the block, each sentiment word's vector holds both words, and its own position tells
-# which came first.
+# Each sentiment word reads the other, well above the uniform weight: the decisive word the first in
+# some head, the first the decisive in some head. After the block each sentiment word's vector holds
+# both words; its own position tells which came first.
 
 # %% [markdown]
 # ## One head at a time, in five models
 #
-# The scores say where the weight goes; uniform weights for a single head say whether the
-# model needs it. `attnlab.uniform_attention(module, heads=[h])` makes only head h uniform.
-# One model is one draw of the first weights and the batch order, so we ask five: ours
-# (seed 0) and four more trained by the same recipe (`train_classifier(seed=s)`, s = 1…4, a
-# few seconds each, each on reviews of its own).
+# Making one head uniform (`attnlab.uniform_attention(module, heads=[h])`) says whether the model
+# needs it. One model is one draw of first weights and batch order, so we ask five: ours (seed 0)
+# and four by the same recipe (`train_classifier(seed=s)`, s = 1…4, each on its own reviews).
 
 # %% slideshow={"slide_type": "subslide"}
 def ablations(net, x, y):
@@ -491,28 +465,24 @@ weakest = [min(row[f"head {h}"] for h in range(4)) for row in table.values()]
 assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models than in others"
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Every model needs its attention: all four heads uniform cost each of the five accuracy, and
-# leave most of them below 0.7 (chance is 0.5). One head at a time they differ.
-# In every model some head can be made uniform at a cost of a few points at most; how much
-# the most needed head costs varies from model to model by more than ten points; and which
-# head that is, is printed above (under one of 24 series seeds all five agreed). So "head 0" names nothing: name a head by what you measure
-# in the model at hand. A heatmap of a head that can go at no cost looks as structured as any;
-# only the ablation tells it apart.
+# All four heads uniform cost each of the five models accuracy and leave most below 0.7. In every
+# model some head, made uniform alone, costs a few points at most; the most needed head's cost
+# varies between models by more than ten points; which head it is, is printed above (under one of 24
+# series seeds all five agreed). Name a head by what you measure in the model at hand, not its
+# number; a heatmap of a head that can go at no cost looks as structured as any.
 
 # %% [markdown]
 # ## Hide a word, or zero what it gives
 #
-# Two ways to take a word out of attention, for the two sentiment words and "but":
+# Two ways to take a word out of attention:
 #
-# - **hide** it: no query may attend to it; its score is masked before the softmax, as padding
-#   is, so its weight goes to the other tokens. (`probes.hide_key(model, keys=hidden)` takes a
-#   (B, T) mask of the tokens queries may read.)
-# - **zero its column after the softmax**: every query's weight on it becomes 0 and nobody gets
-#   that weight; the rows now sum to less than 1. That is the same as zeroing the word's value
-#   vector: what the word gives through attention is its value.
+# - **hide** it (`probes.hide_key`): no query may attend to it; its score is masked before the
+#   softmax like padding, so its weight goes to the other tokens;
+# - **zero its column after the softmax**: every query's weight on it becomes 0, given to nobody
+#   (rows sum to less than 1). This equals zeroing its value vector: what a word gives through
+#   attention is its value.
 #
-# Either way the word stays in the review: its own vector still passes through the residual
-# connection and the feed-forward layer into the mean. Write the column edit:
+# Either way its own vector still reaches the mean through the residual path. Write the column edit:
 
 # %% [markdown]
 # <details><summary>Hint 1</summary>
@@ -538,8 +508,7 @@ def my_zero_column(weights, pos):
 zero_column = ex03.zero_column(my_zero_column)
 
 # %% [markdown]
-# The edit goes inside attention, between the softmax and the values: `edited_logits` below runs
-# the model with it.
+# `edited_logits` applies the edit between softmax and values:
 
 # %% slideshow={"slide_type": "skip"}
 def edited_logits(model, x, edit):
@@ -592,12 +561,10 @@ assert min(hidden["first word"], hidden["decisive word"]) < 0.9
 assert hidden["but"] > min(hidden["first word"], hidden["decisive word"]) + 0.05
 
 # %% [markdown]
-# For each word the two interventions land close together (within 0.15 of each other). Taking
-# a sentiment word out of attention costs accuracy, though its own vector still reaches the
-# mean; hiding "but" costs less than hiding the costlier of the two. In these reviews "but"
-# always stands between the two words, so their order alone could decide. How much a model
-# still reads "but" itself differs from model to model: here is "but" hidden in each of the
-# five models of the head table above.
+# For each word the two interventions land within 0.15 of each other. Taking a sentiment word out of
+# attention costs accuracy; hiding "but" costs less than hiding the costlier of the two (here "but"
+# always stands between them, so their order alone could decide). How much a model still reads "but"
+# varies from model to model:
 
 # %% slideshow={"slide_type": "subslide"}
 def but_hidden(net, x, y):
@@ -628,29 +595,26 @@ assert fewer >= 4, "in (nearly) every model 'but' matters less than the sentimen
 assert min(table[s]["trained"] - costs[s][0] for s in costs) < 0.02, "some: almost nothing"
 
 # %% [markdown]
-# The table shows how much each model lost with "but" hidden; in most it costs less than the
-# sentiment word whose hiding hurts most, and in some models it costs almost nothing.
+# In most models hiding "but" costs less than hiding the costlier sentiment word, in some almost
+# nothing.
 #
-# That the two roughly agree says something about these words: what they receive, they also
-# give. Notebook 06 meets a token where they disagree, [CLS], which receives much weight and
-# gives little.
+# Hiding and zeroing roughly agree: these words give what they receive. Notebook 06 meets a token
+# where they disagree, [CLS], which receives much weight and gives little.
 
 # %% [markdown]
 # ## What we learned
 #
-# - A one-block Transformer encoder is a few lines around notebook 01's attention: the padding
-#   mask, `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Ten lines of Adam train
-#   it to the test accuracy printed above on reviews a bag of words cannot solve.
-# - Before reading attention, take it away: uniform weights cost each of five models accuracy
-#   and leave most below 0.7, so their weights carry much of their decisions. The
-#   task itself does not need attention: trained with uniform weights from the start, the same
-#   recipe also passed 0.9, through word and position.
-# - Scored against the uniform level, each sentiment word reads the other, in some head well
-#   above uniform. Which head matters most changes from seed to seed: name a head by
-#   what it does, never by its number.
-# - Hiding a word and zeroing its value roughly agree for these words; hiding "but" costs less
-#   than hiding the costlier sentiment word, by an amount that varies from model to model.
-# - Notebook 04 asks what the position vectors contributed to all this.
+# - An encoder block is a few lines around notebook 01's attention: the padding mask,
+#   `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Adam trains it on reviews a bag
+#   of words cannot solve.
+# - Before reading attention, take it away: uniform weights cost each of five models accuracy,
+#   leaving most below 0.7. Yet the task needs no attention: the same recipe, uniform from the
+#   start, passed 0.9.
+# - Each sentiment word reads the other, in some head well above uniform. Which head matters most
+#   changes with the seed: name heads by what they do, not by number.
+# - Hiding a word and zeroing its value roughly agree for these words; hiding "but" costs less than
+#   hiding the costlier sentiment word, by a model-dependent amount.
+# - Notebook 04 asks what the position vectors contributed.
 
 # %% [markdown]
 # ## Going further

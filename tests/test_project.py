@@ -17,6 +17,7 @@ from helpers import ROOT
 from packaging.requirements import Requirement
 
 import attnlab
+from attnlab import exercises
 
 # The series is whatever notebooks/ holds: nothing here lists it by hand.
 SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
@@ -88,29 +89,44 @@ def test_every_notebook_has_its_student_edition_readme_row_and_exercises():
     assert SOURCES and not missing, "\n".join(missing)
 
 
-MAIN_LINE_WORDS = 2400  # about what a 90-120 minute lab reads, besides its code and exercises
+MAIN_LINE_WORDS = 1800  # issue 48: what a typical student reads in a 90-minute lab, beside code
+MAIN_LINE_CHECKS = (3, 6)  # exercises on a main line: at least three, at most six
 GOING_FURTHER = re.compile(r"## Going further\b")  # the heading of the optional closing part
+CHECK_CALL = re.compile(r"\b(ex\d\d\.\w+)\(")
+
+
+def main_line(source: Path) -> list:
+    """The cells a student works through before the notebook's `## Going further` (all of them
+    where there is none)."""
+    cells = jupytext.read(source).cells
+    end = next((i for i, c in enumerate(cells)
+                if c.cell_type == "markdown" and GOING_FURTHER.match(c.source)), len(cells))
+    return cells[:end]
 
 
 def main_line_words(source: Path) -> int:
-    """Words of prose a student reads before the notebook's `## Going further` (all of it where
-    there is none), speaker notes left out."""
-    words = 0
-    for cell in jupytext.read(source).cells:
-        if cell.cell_type != "markdown" \
-                or (cell.metadata.get("slideshow") or {}).get("slide_type") == "notes":
-            continue
-        if GOING_FURTHER.match(cell.source):
-            break
-        words += len(cell.source.split())
-    return words
+    """Words of prose a student reads on the main line, speaker notes left out."""
+    return sum(len(cell.source.split()) for cell in main_line(source)
+               if cell.cell_type == "markdown"
+               and (cell.metadata.get("slideshow") or {}).get("slide_type") != "notes")
+
+
+def main_line_checks(source: Path) -> list[str]:
+    """The exercise checks the main line calls (`exNN.name(...)`), in order."""
+    declared = exercises.checks()
+    return [name for cell in main_line(source) if cell.cell_type == "code"
+            for name in CHECK_CALL.findall(cell.source) if name in declared]
 
 
 def test_every_main_line_fits_one_lab():
-    """Issue 28: a notebook's main line fits a 90-120 minute lab; side studies move into its
-    closing "Going further" part (optional, still executed)."""
+    """Issue 48: a notebook's main line is one 90-minute lab: at most 1,800 words of prose and
+    three to six exercises; side studies sit in its closing "Going further" (optional, still
+    executed)."""
     long = {p.stem: main_line_words(p) for p in SOURCES if main_line_words(p) > MAIN_LINE_WORDS}
     assert not long, f"main lines over {MAIN_LINE_WORDS} words: {long}"
+    low, high = MAIN_LINE_CHECKS
+    counts = {p.stem: len(main_line_checks(p)) for p in SOURCES}
+    assert all(low <= n <= high for n in counts.values()), f"exercises per main line: {counts}"
 
 
 def test_hints_sit_above_their_exercise():
