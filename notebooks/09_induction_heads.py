@@ -491,7 +491,8 @@ print(f"\nbest induction score of the two-layer model: layer 1 {fmt(best[1], 3)}
 prev_head, ind_head = int(prev_1.argmax()), int(ind_2.argmax())
 assert best[2] >= 0.5, "done when: the best layer-2 induction score is at least 0.5"
 assert torch.allclose(ind_2, probes.induction_score(maps["2 layers"][1], test.tokens))
-assert prev_1[prev_head] > 3 * level[0][0] and prev_1[1 - prev_head] < 2 * level[0][0]
+# 20 series seeds: the previous-token head at 4.3-5.6 times uniform, the other at 0.39-2.21
+assert prev_1[prev_head] > 3 * level[0][0] and prev_1[1 - prev_head] < 3 * level[0][0]
 assert (ind_2 > 5 * level[1][0]).all(), "both layer-2 heads are induction heads"
 assert prev_1_before.max() < 2 * level[0][0] and ind_2_before.max() < 3 * level[1][0]
 assert prev_one.max() < 2 * level[0][0] and ind_one.max() < 3 * level[1][0]
@@ -585,7 +586,8 @@ for name, (uniform_loss, zeroed_loss, zeroed_random) in ablations.items():
 intact = results["2 layers"]["repeated"]
 assert min(ablations["L1 previous-token head"][:2]) > 2.5, "no previous-token head: no copying"
 assert max(abs(v - intact) for v in ablations["L1 other head"][:2]) < 0.3, "copying stays"
-assert ablations["L1 other head"][2] > results["2 layers"]["random"] + 0.05, "random tokens pay"
+assert ablations["L1 other head"][2] > results["2 layers"]["random"] + 0.01, "random tokens pay"
+# (20 series seeds: by 0.04 to 0.51 nats)
 one_gone = [v for name in ("L2 best induction head", "L2 other head")
             for v in ablations[name][:2]]
 assert all(intact + 0.5 < v < 2.5 for v in one_gone), "each induction head carries part"
@@ -595,8 +597,8 @@ assert min(ablations["L2 both heads"][:2]) > 3.0
 # Without the previous-token head the copying is gone, either way (near 3 nats, as bad as the
 # one-layer model), though both induction heads remain: they find the token to copy through what
 # it wrote. Without the other layer-1 head, the loss on repeated tokens stays within 0.3 nats of
-# the intact model's, but random tokens cost more (last column): it does a job the copying does
-# not need. Each induction head carries part of the copying: without either one, the loss on
+# the intact model's, but random tokens cost more (last column; by 0.04 to 0.51 nats over 20
+# series seeds): it does a job the copying does not need. Each induction head carries part of the copying: without either one, the loss on
 # repeated tokens rises by more than half a nat but stays below 2.5; without both, above 3.
 
 # %% [markdown]
