@@ -416,8 +416,8 @@ assert zeroed_cost < 1.0 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
 
 # %% [markdown]
 # Zeroing `BOS`'s value raises the random digits' loss by less than a nat. Hiding it as a key
-# sends its weight to earlier digits, from which the queries predict the next, confidently and
-# wrongly: their loss jumps more than a nat above ln 10, several times what zeroing cost.
+# sends its weight to earlier digits, from which the queries predict the next wrongly: their
+# loss jumps more than a nat above ln 10, several times what zeroing cost.
 # What the sorted digits lose depends on the training run; the next cell repeats both tests on
 # sorters trained by the same recipe with seeds 1 and 2.
 
