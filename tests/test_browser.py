@@ -415,6 +415,8 @@ def test_every_widget_control_has_a_name_a_screen_reader_announces(page, lab):
             slider.focus()
             page.keyboard.press("ArrowRight")
             expect(slider).to_have_attribute("aria-valuetext", after)
-        picture = page.locator(".attnlab-dk-plot img").first
-        assert picture.get_attribute("alt").startswith("Figure. softmax(q·k), d_k = 4: bars")
+        # the picture's text follows the slider: it describes d_k = 64 once the plot redraws
+        expect(page.locator(".attnlab-dk-plot img").first).to_have_attribute(
+            "alt", re.compile(r"^Figure\. softmax\(q·k\), d_k = 64: bars"),
+            timeout=WIDGET_UPDATE * 1000)
     assert not page.blocked, f"the page tried to reach the network: {page.blocked}"
