@@ -206,6 +206,28 @@ def make_contrast_reviews(n: int, seed: int = 0, *, positive: Sequence[str] = PO
                      lambda *args: _place_contrast(*args, contrast=contrast))
 
 
+def make_undecided_reviews(n: int, seed: int = 0, *, neutral: Sequence[str] = NEUTRAL
+                           ) -> Reviews:
+    """`n` reviews with no sentiment word, each given twice: once labelled negative, once
+    positive (so 2n reviews, negatives first; `positions` is -1: no word decides).
+
+    Each is 5–15 filler words of which a random share (uniform in [0, 1) per review) is the
+    `<unk>` token, what any word outside the vocabulary becomes. Trained on them beside its
+    task, a classifier's loss is least where it gives such a review p = 0.5: it learns to say
+    that it cannot tell, instead of answering with whatever its untrained `<unk>` vector
+    pushes it to (notebook 06 measures both)."""
+    n, seed = check_int("n", n, minimum=1), check_int("seed", seed)
+    filler = _check_words("neutral", neutral)
+    rng = np.random.default_rng([seed_of(seed), 1])  # a stream apart from make_reviews(seed)
+    sentences = []
+    for _ in range(n):
+        length = int(rng.integers(MIN_LEN, MAX_LEN + 1))
+        share = rng.random()
+        sentences.append([Vocab.UNK_TOKEN if rng.random() < share else filler[int(i)]
+                          for i in rng.integers(len(filler), size=length)])
+    return Reviews(sentences + sentences, [0] * n + [1] * n, [-1] * (2 * n))
+
+
 def swapped(reviews: Reviews, positive: Sequence[str] = POSITIVE,
             negative: Sequence[str] = NEGATIVE) -> Reviews:
     """Contrast reviews with their two sentiment words exchanged: the same bag of words, the

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from .checks import check_bool, check_choice, check_int, check_number, check_tensor
-from .data import Reviews, Vocab, make_contrast_reviews, make_reviews
+from .data import Reviews, Vocab, make_contrast_reviews, make_reviews, make_undecided_reviews
 from .models import TinyTransformer, eval_mode
 from .probes import uniform_attention
 from .recipes import TINY, ClassifierRecipe, Recipe
@@ -211,11 +211,15 @@ class Trained:
 
 
 def task_reviews(task: str = "contrast", seed: int = 0, n_train: int = TINY.n_train,
-                 n_test: int = TINY.n_test) -> tuple[Reviews, Reviews]:
+                 n_test: int = TINY.n_test, undecided: int = 0) -> tuple[Reviews, Reviews]:
     """(train, test): the reviews `train_classifier` trains and tests on. They are generated
-    from the seed, never stored, so a model loaded from a file gets its reviews back from here."""
+    from the seed, never stored, so a model loaded from a file gets its reviews back from here.
+    `undecided` adds that many reviews without a sentiment word, each under both labels
+    (`make_undecided_reviews`), to the training set only: the test set stays the task's."""
     check_choice("task", task, TASKS)
-    return TASKS[task](n_train + n_test, seed=seed).split(n_train)
+    undecided = check_int("undecided", undecided, minimum=0)
+    train, test = TASKS[task](n_train + n_test, seed=seed).split(n_train)
+    return (train + make_undecided_reviews(undecided, seed) if undecided else train), test
 
 
 def _tiny(vocab_size: int, positions: str, dtype: torch.dtype, r: ClassifierRecipe):
@@ -232,7 +236,7 @@ def initial_model(vocab_size: int, positions: str = "learned", seed: int = 0,
 
 def train_classifier(task: str = "contrast", positions: str = "learned", seed: int = 0,
                      verbose: bool = False, dtype: torch.dtype = torch.float64,
-                     uniform: bool = False, **overrides) -> Trained:
+                     uniform: bool = False, undecided: int = 0, **overrides) -> Trained:
     """Generate a task's reviews, build `Vocab.for_reviews()` and a TinyTransformer, train it.
 
     With no arguments this is notebook 03's model: contrast reviews ("... good ... but ...
@@ -243,12 +247,15 @@ def train_classifier(task: str = "contrast", positions: str = "learned", seed: i
     `recipes.TINY` (e.g. epochs=20). float64 makes the result the same on any CPU.
     uniform=True trains (and tests) with uniform attention throughout (`uniform_attention`):
     notebook 03's control, can the task be learned without attention at all?
+    undecided=n adds n reviews without a sentiment word, each labelled both ways, to the
+    training set (`task_reviews`): a model that reads no word it knows then says p = 0.5 instead
+    of guessing with certainty (the sentiment app's TinyTransformer; notebook 06).
     """
     check_choice("task", task, TASKS)
     check_bool("uniform", uniform)
     seed = check_int("seed", seed)
     r = TINY.but(**overrides)
-    train, test = task_reviews(task, seed, r.n_train, r.n_test)
+    train, test = task_reviews(task, seed, r.n_train, r.n_test, undecided)
     vocab = Vocab.for_reviews()
     x_train, y_train, _ = train.tensors(vocab)
     x_test, y_test, _ = test.tensors(vocab)

@@ -36,7 +36,7 @@ import torch
 
 import attnlab
 from attnlab import data
-from attnlab.app import EXAMPLE_REVIEW, SentimentApp
+from attnlab.app import EXAMPLE_REVIEW, TINY_RECIPE, SentimentApp
 from attnlab.exercises import ex06
 from attnlab.minilm import model_files
 from attnlab.plots import BLUE, ORANGE, attention_heatmap, layer_head_grid, show_figure
@@ -802,6 +802,33 @@ print(f"embedding row equal to its random start: <unk> {unchanged[0]}, {data.POS
 assert int((x_tiny_train == unk).sum()) == 0 and unchanged == [True, False]
 
 # %% [markdown]
+# So give `<unk>` a gradient, and a target. `train_classifier(task="bag", undecided=400)` adds
+# 400 reviews with no sentiment word, filler with a random share of `<unk>`, each once labelled
+# negative and once positive. On such a pair the loss is least at p = 0.5: the model is taught to
+# say that it cannot tell. Same model, same one-word reviews, same 400 unseen synonyms:
+
+# %%
+careful = train_classifier(task="bag", undecided=400)
+with torch.no_grad():
+    p_careful = careful.model.predict_proba(x_tiny)  # (400, 2)
+confidence, answer = p_careful.max(dim=1)  # (400,) each
+careful_bins = bins(confidence.double(), answer == y, 5)
+print(f"seen words: accuracy {fmt(careful.test_accuracy, 3)}")
+print(f"unseen synonyms: accuracy {fmt((answer == y).double().mean(), 3)}, confidence "
+      f"{fmt(confidence.min(), 3)} to {fmt(confidence.max(), 3)}, "
+      f"mean gap {fmt(calibration_gap(*careful_bins), 2)}")
+
+# %% tags=["remove-cell"]
+assert {"task": "bag", "undecided": 400}.items() <= TINY_RECIPE.items()
+assert careful.test_accuracy >= 0.95 and confidence.max() < 0.7
+assert calibration_gap(*careful_bins) < 0.1
+
+# %% [markdown]
+# It still reads every taught word, and it is no better on the synonyms: nothing can teach it a
+# word it never saw. But it now says so, with a confidence near 0.5 on every one of them, so its
+# confidence can be trusted here too. The sentiment app below uses this model.
+
+# %% [markdown]
 # Where does MiniLM put the new words? For each synonym, the closest (by cosine) of the sentiment
 # words the head was trained on:
 
@@ -830,17 +857,17 @@ assert sum(same_side) == len(synonyms)
 # ### The sentiment app
 #
 # Type a review and two models answer: MiniLM with the attention-pooling head (seed 0) and the
-# TinyTransformer. Each answers positive, negative or *not sure* (a probability within 0.15 of
-# 0.5, or no sentiment word it knows), and gives each token a number, shown beside it and as its
-# shade: for MiniLM the weight the head's query gives it, what the decision read; for the
-# TinyTransformer the attention it receives in its last layer. Words the TinyTransformer never
-# saw are struck through. Any text works: empty, very long (you are told what was cut), emoji,
-# other scripts, even HTML, which is shown as text. First the static view (the same `analyze`
-# the widget calls), then the widget (it needs a live kernel). `attnlab.SentimentApp()` with no
-# arguments builds these same two models by itself.
+# TinyTransformer that can say it cannot tell. Each answers positive, negative or *not sure* (a
+# probability within 0.15 of 0.5, or no sentiment word it knows), and gives each token a number,
+# shown beside it and as its shade: for MiniLM the weight the head's query gives it, what the
+# decision read; for the TinyTransformer the attention it receives in its last layer. Words the
+# TinyTransformer never saw are struck through. Any text works: empty, very long (you are told what
+# was cut), emoji, other scripts, even HTML, which is shown as text. First the static view (the same
+# `analyze` the widget calls), then the widget (it needs a live kernel). `attnlab.SentimentApp()`
+# with no arguments builds these same two models by itself.
 
 # %%
-app = SentimentApp(tiny, minilm, pooling_heads[0])
+app = SentimentApp(careful, minilm, pooling_heads[0])
 example = app.analyze(EXAMPLE_REVIEW)
 print(app.text(example))
 
@@ -848,12 +875,13 @@ print(app.text(example))
 assert example["label"] == "positive" and example["probability"] > 0.9
 assert {"terrific", "outstanding"} <= set(example["models"]["tiny"]["unknown"])
 assert example["models"]["tiny"]["label"] == "not sure"
+assert abs(example["models"]["tiny"]["p_positive"] - 0.5) < 0.1
 
 # %% [markdown]
 # The reliability lesson in one review: MiniLM + head answers positive. The TinyTransformer never
-# saw *terrific* or *outstanding*: it reads both as `<unk>`, so its probability comes from the
-# untrained `<unk>` vector where the decisive words should be, and the app calls it *not sure*
-# however sure that number looks. Now the contrast review of notebook 04 and its swap:
+# saw *terrific* or *outstanding*: it reads both as `<unk>`, and, trained for that case, its
+# probability stays near 0.5, so the app calls it *not sure*. Now the contrast review of notebook
+# 04 and its swap:
 
 # %%
 for review in ("the plot was dull but the cast was superb",

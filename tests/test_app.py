@@ -218,6 +218,13 @@ def test_a_model_that_read_no_word_it_knows_is_not_sure(app):
     assert not tiny["knows_a_word"] and tiny["label"] == app_module.UNSURE
     assert any("read no sentiment word it was trained on" in n for n in r["notes"])
     assert app.analyze("")["label"] == app_module.UNSURE  # nothing read: p near 0.5
+    # and its probability says so too, on any review without a word it knows (it was trained
+    # on reviews with none under both labels), while a word it knows still decides
+    for text in ("", "the film was long", "I watched it on Sunday with friends", "lousy",
+                 "<b>bold?</b> 🙂", "東京の映画は素晴らしい", "A marvelous, magnificent sequel."):
+        p = app.analyze(text)["models"]["tiny"]["p_positive"]
+        assert abs(p - 0.5) < 0.1, (text, p)
+    assert app.analyze("a dull film")["models"]["tiny"]["label"] == "negative"
     cards = app.model_cards()
     assert set(cards) == {"minilm", "tiny"} and all("Held out: " in c for c in cards.values())
     assert app.held_out["minilm"] > 0.95  # contrast reviews and their swaps, new seeds

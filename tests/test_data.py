@@ -18,6 +18,7 @@ from attnlab.data import (
     Vocab,
     make_contrast_reviews,
     make_reviews,
+    make_undecided_reviews,
     tokenize,
 )
 
@@ -52,6 +53,20 @@ def test_generators_are_deterministic_by_seed():
     for make in (make_reviews, make_contrast_reviews):
         assert make(200, seed=7) == make(200, seed=7)
         assert make(200, seed=7).sentences != make(200, seed=8).sentences
+
+
+def test_undecided_reviews_hold_no_sentiment_word_and_each_sentence_under_both_labels():
+    r = make_undecided_reviews(500, seed=2)
+    assert len(r) == 1000 and r.labels == [0] * 500 + [1] * 500 and set(r.positions) == {-1}
+    assert r.sentences[:500] == r.sentences[500:]
+    words = [w for s in r.sentences for w in s]
+    assert set(words) <= set(NEUTRAL) | {Vocab.UNK_TOKEN}
+    assert all(MIN_LEN <= len(s) <= MAX_LEN for s in r.sentences)
+    shares = [s.count(Vocab.UNK_TOKEN) / len(s) for s in r.sentences[:500]]
+    assert min(shares) == 0 and max(shares) == 1  # from no <unk> to all <unk>
+    assert Vocab.for_reviews().encode([Vocab.UNK_TOKEN]) == [Vocab.UNK]
+    assert r == make_undecided_reviews(500, seed=2)
+    assert r.sentences[0] != make_reviews(1, seed=2).sentences[0]  # a stream of its own
 
 
 def test_contrast_label_is_the_word_after_but_and_swapping_the_words_flips_it():

@@ -85,6 +85,28 @@ def test_fit_classifier_stops_at_the_first_epoch_that_reaches_stop_at():
     assert short == {key: values[:stop] for key, values in full.items()}
 
 
+def test_undecided_reviews_teach_the_model_to_say_it_cannot_tell():
+    """Issue 51: trained with reviews that hold no sentiment word under both labels, a model
+    says p near 0.5 where it reads no word it knows, and still reads the words it knows."""
+    vocab = Vocab.for_reviews()
+    blind = ["the film was long", "What a terrific film, the cast was outstanding!", "",
+             "lousy", "東京の映画"]
+    x = vocab.encode_batch(blind)  # (5, T)
+    known = vocab.encode_batch(["the plot was great", "the cast was dull"])  # (2, T)
+    plain = train_classifier("bag", seed=0, epochs=3)
+    careful = train_classifier("bag", seed=0, undecided=400)  # the app's recipe
+    assert len(careful.train) == len(plain.train) + 800 and careful.test == plain.test
+    with torch.no_grad():
+        sure = plain.model.predict_proba(x)[:, 1]  # (5,)
+        p = careful.model.predict_proba(x)[:, 1]  # (5,)
+        read = careful.model.predict_proba(known).argmax(-1)  # (2,)
+    assert (sure - 0.5).abs().max() > 0.3  # without them: sure of something it cannot read
+    assert (p - 0.5).abs().max() < 0.1, p
+    assert read.tolist() == [1, 0] and careful.test_accuracy >= 0.95
+    with pytest.raises(ValueError, match="undecided"):
+        train_classifier("bag", undecided=-1)
+
+
 def test_without_positions_the_contrast_task_stays_at_chance():
     without = train_classifier("contrast", "none", seed=0, epochs=4).test_accuracy
     assert abs(without - 0.5) < 0.08  # 400 test sentences: chance 0.5 +- 0.025 (one s.e.)

@@ -122,8 +122,8 @@ def test_the_answers_are_the_widgets(app):
     answer, result = web.handle(app, text), app.analyze(text)
     assert p_positive(answer.minilm_label) == pytest.approx(result["models"]["minilm"]
                                                             ["p_positive"])
-    assert answer.tiny_label == "not sure (P(positive) = 0.01)"  # it knows no word of it
-    assert result["models"]["tiny"]["p_positive"] == pytest.approx(0.01, abs=0.005)
+    tiny = result["models"]["tiny"]["p_positive"]  # it knows no word of it: near 0.5
+    assert answer.tiny_label == f"not sure (P(positive) = {tiny:.2f})" and abs(tiny - 0.5) < 0.1
     shades = token_shades(result["models"]["minilm"])
     assert [t for t, _ in answer.minilm_tokens] == [f"{t} {w:.2f}" for t, w, _, _ in shades]
     assert [t.rsplit(" ", 1)[0] for t, _ in answer.minilm_tokens] == result["tokens"]
