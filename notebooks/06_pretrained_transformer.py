@@ -368,8 +368,9 @@ for name, which in tokens_out.items():
 # %% tags=["remove-cell"]
 for name in ("the sentiment word", "a filler word"):
     assert abs(moved[name, "mask"][0] - moved[name, "value"][0]) < 0.02, name
-assert all(moved["the sentiment word", how][1] < base_acc - 0.03 for how in ("mask", "value"))
-assert moved["[CLS]", "value"][0] > 0.99 and abs(moved["[CLS]", "value"][1] - base_acc) <= 0.01
+# over 20 series seeds: the sentiment word costs 3 to 26 points, [CLS]'s value at most one review
+assert all(moved["the sentiment word", how][1] < base_acc for how in ("mask", "value"))
+assert moved["[CLS]", "value"][0] > 0.99 and abs(moved["[CLS]", "value"][1] - base_acc) < 0.015
 assert moved["[CLS]", "mask"][0] < 0.7
 assert all(0.9 < moved["the sentiment word", how][0] < moved["a filler word", how][0]
            for how in ("mask", "value")), "a filler word moves the vectors less"
@@ -380,9 +381,10 @@ assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
 #   zeroing its value move the sentence vectors about equally (cosines within 0.02 of each other)
 #   and both cost the head accuracy; a filler word moves them a little, both ways alike.
 # - `[CLS]` is the other kind: much weight, little content. Zero its value and nothing moves
-#   (cosine above 0.99, the accuracy as it was): heads read almost nothing from it, as the sink
-#   reading says. Hide it as a key and the vectors move further than for any word (cosine below
-#   0.7): its large weight goes to the words, read far more than the heads were trained to.
+#   (cosine above 0.99, the accuracy as it was, or one review of 100 off with other seeds):
+#   heads read almost nothing from it, as the sink reading says. Hide it as a key and the
+#   vectors move further than for any word (cosine below 0.7): its large weight goes to the
+#   words, read far more than the heads were trained to.
 #
 # **Weight on a token is not information from it; the two interventions tell them apart.** Where
 # they agree, the weight carried information; where only masking matters, it was parked.
@@ -752,7 +754,7 @@ n, conf, acc = diagram["TinyTransformer"]
 assert (acc[n >= 20] < 0.7).all() and conf[-1] > 0.95 and n[-1] == n.max()
 assert calibration_gap(n, conf, acc) > 0.2
 n, conf, acc = diagram["MiniLM + head"]
-assert acc[0] < 0.7 and n[-1] > n.sum() / 2 and acc[-1] > 0.99
+assert acc[0] < 0.8 and n[-1] > n.sum() / 2 and acc[-1] > 0.98  # 20 seeds: 0.73, 0.993 at worst
 assert max(gaps) < 0.1
 
 # %% tags=["hide-input"]
@@ -779,8 +781,9 @@ show_figure()
 # The TinyTransformer's confidence tells little: its accuracy stays below 0.7 in every bin of 20
 # answers or more, also in the last one, which holds more of its answers than any other, at a
 # mean confidence above 0.95. MiniLM + head's accuracy rises with its confidence (not always
-# smoothly: the lower bins hold few answers), from below 0.7 in the lowest bin to above 0.99 in
-# the highest, which holds most of its answers. The mean gap between accuracy and confidence,
+# smoothly: the lower bins hold few answers), from 0.59 in the lowest bin to 1.00 in the highest,
+# which holds most of its answers (over 20 series seeds: 0.19 to 0.73 in the lowest, above 0.99
+# in the highest). The mean gap between accuracy and confidence,
 # weighted by the answers in each bin, is below 0.1 for each of the three heads and above 0.2
 # for the TinyTransformer: only MiniLM + head's confidence can be trusted here. Why is the tiny
 # model so sure? The `<unk>` token never occurs in its training reviews, so its embedding never
@@ -820,13 +823,14 @@ print(f"unseen synonyms: accuracy {fmt((answer == y).double().mean(), 3)}, confi
 
 # %% tags=["remove-cell"]
 assert {"task": "bag", "undecided": 400}.items() <= TINY_RECIPE.items()
-assert careful.test_accuracy >= 0.95 and confidence.max() < 0.7
-assert calibration_gap(*careful_bins) < 0.1
+assert careful.test_accuracy >= 0.95 and confidence.max() < 0.7  # 0.62 at most, 20 seeds
+assert calibration_gap(*careful_bins) < 0.2  # the plain model's is above 0.2; 0.12 at most
 
 # %% [markdown]
 # It still reads every taught word, and it is no better on the synonyms: nothing can teach it a
 # word it never saw. But it now says so, with a confidence near 0.5 on every one of them, so its
-# confidence can be trusted here too. The sentiment app below uses this model.
+# confidence can be trusted here too. Over 20 series seeds its largest confidence on them was
+# 0.52 to 0.62 and its mean gap at most 0.12. The sentiment app below uses this model.
 
 # %% [markdown]
 # Where does MiniLM put the new words? For each synonym, the closest (by cosine) of the sentiment
@@ -875,7 +879,7 @@ print(app.text(example))
 assert example["label"] == "positive" and example["probability"] > 0.9
 assert {"terrific", "outstanding"} <= set(example["models"]["tiny"]["unknown"])
 assert example["models"]["tiny"]["label"] == "not sure"
-assert abs(example["models"]["tiny"]["p_positive"] - 0.5) < 0.1
+assert abs(example["models"]["tiny"]["p_positive"] - 0.5) < 0.15  # 0.40 to 0.51, 20 seeds
 
 # %% [markdown]
 # The reliability lesson in one review: MiniLM + head answers positive. The TinyTransformer never
@@ -892,13 +896,14 @@ for review in ("the plot was dull but the cast was superb",
 swap_answers = [app.analyze(r) for r in ("the plot was dull but the cast was superb",
                                          "the cast was superb but the plot was dull")]
 assert [a["label"] for a in swap_answers] == ["positive", "negative"]
-assert len({a["models"]["tiny"]["label"] for a in swap_answers}) == 1
+assert not {"positive", "negative"} <= {a["models"]["tiny"]["label"] for a in swap_answers}
 assert all(a["weights"].argmax() == a["tokens"].index(w)
            for a, w in zip(swap_answers, ("superb", "dull")))
 
 # %% [markdown]
 # MiniLM's head gets both right and puts most of its weight on the word after "but"; the
-# TinyTransformer, trained on one-word reviews, gives both the same answer.
+# TinyTransformer, trained on one-word reviews, gives both the same answer. Over 20 series seeds
+# it never gave the two orders opposite answers (in three, one of the two was *not sure*).
 
 # %%
 print(app.text(app.analyze("<b>bold?</b> 🙂")))
