@@ -28,6 +28,7 @@ from . import assets
 from .blocks import EncoderBlock
 from .checks import check_int, check_str
 from .hooks import attention_maps
+from .parallel import parallel_map
 from .repro import nudge
 
 #: the three files of the model, as `attnlab.assets` names them
@@ -167,6 +168,19 @@ class MiniLM(nn.Module):
             x = block(x, mask)  # (B, T, d)
         return x
 
+    @torch.no_grad()
+    def run_batches(self, batches, finish) -> list[torch.Tensor]:
+        """`finish(states (b, T, d), keep (b, T))` of the last layer's states for each (ids,
+        keep) batch, in order. Several batches run side by side on the free cores
+        (`parallel_map`: each in a forked process on one torch thread, so the numbers are those
+        of one batch after another), which halves a notebook's wait for hundreds of reviews on
+        a 2-core laptop; one batch, or a process on several threads, runs here."""
+        def one(batch):
+            ids, keep = batch
+            with torch.no_grad():  # also in a forked child
+                return finish(self(ids, keep), keep)
+        return parallel_map(one, batches) if len(batches) > 1 else [one(b) for b in batches]
+
     @staticmethod
     def pool(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """Mean of the real tokens' vectors, scaled to unit length: (B, T, d) -> (B, d)."""
@@ -187,11 +201,11 @@ class MiniLM(nn.Module):
             return out
         encodings = self.tokenizer.encode_batch(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            batch = self._pad([encodings[i] for i in idx])
-            hidden = self(batch.ids, batch.keep)  # (b, T, d)
-            out[idx] = self.pool(hidden, batch.keep)  # (b, d)
+        chunks = [order[start: start + batch_size] for start in range(0, len(order), batch_size)]
+        batches = [self._pad([encodings[i] for i in idx]) for idx in chunks]
+        pooled = self.run_batches([(b.ids, b.keep) for b in batches], self.pool)  # (b, d) each
+        for idx, vectors in zip(chunks, pooled):
+            out[idx] = vectors
         return nudge(out)  # as computed, unless make test-portable moves it by one ulp
 
     def attention_maps(self, sentence: str):

@@ -66,16 +66,20 @@ def token_states(encoder: MiniLM, sentences, batch_size: int = 64) -> torch.Tens
     batch = encoder.tokenize(sentences)
     n, length = batch.ids.shape
     out = torch.zeros(n, length, encoder.config["hidden_size"])  # (N, T, 384)
-    for start in range(0, n, batch_size):
-        rows = slice(start, start + batch_size)
-        keep = batch.keep[rows]  # (b, T)
-        used = int(keep.sum(1).max())  # this batch's longest text
-        hidden = encoder(batch.ids[rows, :used], keep[:, :used])  # (b, used, 384)
-        words = keep[:, :used].clone()  # (b, used)
-        words[:, 0] = False  # [CLS]
-        words[torch.arange(len(words)), keep.sum(1) - 1] = False  # [SEP]
-        out[rows, :used] = hidden * words.unsqueeze(-1)
+    rows = [slice(start, start + batch_size) for start in range(0, n, batch_size)]
+    used = [int(batch.keep[r].sum(1).max()) for r in rows]  # each batch's longest text
+    batches = [(batch.ids[r, :u], batch.keep[r, :u]) for r, u in zip(rows, used)]
+    for r, u, states in zip(rows, used, encoder.run_batches(batches, _words_only)):
+        out[r, :u] = states  # (b, used, 384)
     return out
+
+
+def _words_only(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """The states of a batch's word pieces, zero at [CLS], [SEP] and padding: (b, T, d)."""
+    words = keep.clone()  # (b, T)
+    words[:, 0] = False  # [CLS]
+    words[torch.arange(len(words)), keep.sum(1) - 1] = False  # [SEP]
+    return hidden * words.unsqueeze(-1)
 
 
 def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
