@@ -335,16 +335,20 @@ def _pre_norm(block, x, context, mask, *, residual=True, last_norm=False):
     return block.norm3(x) if last_norm else x
 
 
+#: the first mistake of both block checks: the tuple of a MultiHeadAttention call handed back
+_RETURNS_A_TUPLE = When(
+    lambda got, *_: isinstance(got, tuple),
+    lambda got, *_: f"your function returns {_kind(got)}; return only the new x (B, T, d_model): "
+                    "MultiHeadAttention returns (output, weights), so unpack it first",
+    example=lambda b, x, c, m: b.self_attn(x, m))
+
 decoder_block = Implement(
     "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask),
     _block_inputs, what="your x", atol=1e-12, rtol=0.0, no_grad=True,
     refuse=(DecoderBlock.forward,),
     success="your block is attnlab's DecoderBlock, with and without cross-attention",
     mistakes=[
-        When(lambda got, *_: isinstance(got, tuple),
-             lambda got, *_: f"your function returns {_kind(got)}; return only the new x "
-                             "(B, T, d_model): MultiHeadAttention returns (output, weights), so "
-                             "unpack it first", example=lambda b, x, c, m: b.self_attn(x, m)),
+        _RETURNS_A_TUPLE,
         When(lambda got, expected, block, x, context, mask: context is not None
              and tuple(got.shape) == tuple(context.shape) != tuple(x.shape),
              "your result has the context's shape (B, S, d_model): in cross-attention the "
@@ -377,10 +381,7 @@ pre_norm_block = Implement(
     refuse=(DecoderBlock.forward,),
     success="your block is attnlab's pre-norm DecoderBlock, with and without cross-attention",
     mistakes=[
-        When(lambda got, *_: isinstance(got, tuple),
-             lambda got, *_: f"your function returns {_kind(got)}; return only the new x "
-                             "(B, T, d_model): MultiHeadAttention returns (output, weights), so "
-                             "unpack it first", example=lambda b, x, c, m: b.self_attn(x, m)),
+        _RETURNS_A_TUPLE,
         Like(_post_norm, "this is post-norm, LayerNorm(x + part(x)); pre-norm normalises only "
                          "what each part reads: x + part(LayerNorm(x))"),
         Like(lambda b, x, c, m: _pre_norm(b, x, c, m, residual=False),
