@@ -14,6 +14,9 @@ on any CPU.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -158,6 +161,24 @@ class TinyTransformer(nn.Module):
         """Class probabilities (B, n_classes) (eval mode, no gradients)."""
         with eval_mode(self):
             return torch.softmax(self(x), dim=-1)
+
+
+@contextmanager
+def encoder_replaced(model: TinyTransformer, encode: Callable):
+    """Within the block, `model` computes its states with `encode(model, x)` (x (B, T) token ids
+    -> (states (B, T, d), weights)) instead of its own `encode`: notebook 03 trains its model
+    through the block the student wrote. Hooks inside the layers the function calls still fire.
+    The model's own `encode` is back afterwards, also after an error."""
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if not callable(encode):
+        raise TypeError(f"encode must be a function (model, x) -> (states, weights), got "
+                        f"{type(encode).__name__}")
+    model.encode = lambda x: encode(model, x)[0]  # an instance attribute: forward calls it
+    try:
+        yield model
+    finally:
+        del model.encode
 
 
 class DecoderOnly(nn.Module):

@@ -10,6 +10,7 @@ from exercise_doubles import expect
 
 from attnlab import scaling
 from attnlab.exercises import ex03
+from attnlab.models import encoder_replaced
 from attnlab.probes import attention_received
 
 
@@ -28,6 +29,15 @@ def test_encode(capsys):
     expect(capsys, ex03.encode, [lambda m, x: right_encode(m, x)[0]], "✗",
            "your function should return a tuple of 2 tensors, got a tensor of shape (3, 12, 32)",
            model)
+    # the untouched exercise hands the reference on, and the model trains through it: the
+    # reference must not call the replaced encode again
+    handed = expect(capsys, ex03.encode, [...], "○", "", model)[0]
+    x = ex03._ids()[0]
+    own = model(x)
+    with encoder_replaced(model, handed):
+        assert torch.equal(model(x), own)
+        model(x).sum().backward()  # it trains: the attention layer gets its gradients
+    assert model.blocks[0].attn.q.weight.grad.abs().sum() > 0
 
 
 def test_uniform_scores(capsys):

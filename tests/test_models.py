@@ -16,7 +16,13 @@ from helpers import raises_each
 import attnlab
 from attnlab.data import Vocab, make_reviews
 from attnlab.generation import VOCAB
-from attnlab.models import DecoderOnly, EncoderDecoder, TinyTransformer, draw_float64
+from attnlab.models import (
+    DecoderOnly,
+    EncoderDecoder,
+    TinyTransformer,
+    draw_float64,
+    encoder_replaced,
+)
 from attnlab.probes import alignment_share, future_share, target_scores
 
 
@@ -87,6 +93,31 @@ def test_hide_key_hides_chosen_tokens_from_every_query():
     with attnlab.probes.hide_key(model, keys=hidden):
         (weights,) = attnlab.attention_maps(model, x)
     assert weights[torch.arange(8), :, :, pos].abs().max() == 0
+
+
+def test_encoder_replaced_runs_the_given_block_and_gives_the_model_back():
+    torch.manual_seed(0)
+    x, _, _ = batch()
+    model = TinyTransformer(63, dtype=torch.float64).eval()
+    own = model(x)
+    calls = []
+
+    def doubled(m, ids):  # another block: the model's states, twice
+        calls.append(ids.shape)
+        return 2 * TinyTransformer.encode(m, ids), None
+
+    with encoder_replaced(model, doubled):
+        replaced = model(x)
+        (weights,) = attnlab.attention_maps(model, x)  # the hooks inside still fire
+    assert calls and not torch.allclose(replaced, own)
+    assert weights.shape == (8, 4, x.shape[1], x.shape[1])
+    assert torch.equal(model(x), own) and "encode" not in vars(model)
+    with pytest.raises(RuntimeError), encoder_replaced(model, doubled):
+        raise RuntimeError("a failing cell")
+    assert "encode" not in vars(model)
+    raises_each([(lambda: encoder_replaced(model, "mine").__enter__(), "must be a function"),
+                 (lambda: encoder_replaced(torch.nn.Linear(2, 2), doubled).__enter__(),
+                  "must be a TinyTransformer, got Linear")], TypeError)
 
 
 def test_decoder_outputs_before_t_are_bit_identical_whatever_comes_from_t_on():

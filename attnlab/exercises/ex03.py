@@ -23,7 +23,7 @@ import torch
 from ..attention import MultiHeadAttention
 from ..blocks import EncoderBlock
 from ..data import Vocab, make_contrast_reviews
-from ..hooks import attention_maps, hooked, run_with_maps
+from ..hooks import attention_maps, hooked
 from ..models import TinyTransformer
 from ..probes import attention_received as _attention_received
 from ..probes import uniform_attention
@@ -63,9 +63,12 @@ def _ids(seed: int = 5) -> list[torch.Tensor]:
 
 
 def _encode(model: TinyTransformer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(states, weights) of a one-block model: its encode, with the one layer's weights."""
-    states, (weights,) = run_with_maps(model, x, run=model.encode)
-    return states, weights
+    """(states, weights) of a one-block model: the class's encode (inside `encoder_replaced` the
+    model's own calls this function), with gradients, since notebook 03 trains through it."""
+    seen: list[torch.Tensor] = []
+    with hooked((model.blocks[0].attn.hook_weights, lambda w: seen.append(w) or w)):
+        states = TinyTransformer.encode(model, x)  # (B, T, d)
+    return states, seen[0]  # (B, T, d), (B, H, T, T)
 
 
 def _keys(m: TinyTransformer, x: torch.Tensor) -> torch.Tensor:
