@@ -194,14 +194,14 @@ PUBLIC_API = {
     "uniform_attention": ["model"],
     "attention_maps": ["model"],
     "sample_next": ["logits"],
-    "train.train_classifier": [],
+    "lessons.classifier.train_classifier": [],
     "EncoderBlock": ["d_model", "n_heads", "d_ff"],
     "TinyTransformer": ["vocab_size"],
     "load_minilm": ["path"],
     "load_fashion_mnist": [],
     "embed_images": ["images", "alpha"],
     "SentimentApp": [],
-    "llama.load_smollm2": [],
+    "pretrained.llama.load_smollm2": [],
 }
 
 

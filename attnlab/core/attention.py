@@ -15,8 +15,8 @@ import math
 import torch
 from torch import nn
 
+from ..plumbing.checks import check_int
 from .attention_args import check_attention_args, check_attention_inputs, check_attention_sizes
-from .checks import check_int
 from .hooks import HOOK_POINTS, HookPoint
 from .rope import rotary
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_bool, check_int, check_number, check_tensor
+from ..plumbing.checks import check_bool, check_int, check_number, check_tensor
 
 
 def as_bool_mask(mask, name: str = "mask") -> torch.Tensor:

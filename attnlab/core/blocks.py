@@ -11,7 +11,7 @@
   Llama-family decoders (notebook 10's SmolLM2).
 - `PositionalEncoding`: learned positions (a table, as in BERT) or the fixed sinusoidal table of
   "Attention Is All You Need", added to the token vectors. Rotary positions are not added to
-  the input; they rotate q and k inside attention (`attnlab.rope.rotary`).
+  the input; they rotate q and k inside attention (`attnlab.core.rope.rotary`).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import math
 import torch
 from torch import nn
 
+from ..plumbing.checks import check_bool, check_choice, check_int
 from .attention import MultiHeadAttention, causal_mask
-from .checks import check_bool, check_choice, check_int
 
 NORMS = ("post", "pre")
 

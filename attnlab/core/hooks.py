@@ -4,7 +4,7 @@ Every `MultiHeadAttention` passes five tensors through a `HookPoint` of its own,
 `HOOK_POINTS` (`attend` says what each one sees). `attention_maps(model, *inputs)` reads the
 weights of every attention layer of any model of the series (MiniLM and SmolLM2 included) at
 its `hook_weights`; `hooked` puts an edit in force on the points, and uniform weights, hiding a
-key, zeroing a head are a few lines on it (`attnlab.probes`). An edit names the model or layers
+key, zeroing a head are a few lines on it (`interventions`). An edit names the model or layers
 it changes: there is no hook that reaches every attention at once.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ class HookPoint(nn.Module):
     """A named place inside `MultiHeadAttention` where a tensor can be read or replaced, the
     one way attnlab intervenes on attention (TransformerLens's hook points). It passes its input
     on unchanged; a forward hook registered on it (`attn.hook_weights.register_forward_hook`,
-    or `attnlab.probes.hooked`) sees the tensor and may return the one that flows on."""
+    or `attnlab.core.measures.hooked`) sees the tensor and may return the one that flows on."""
 
     def __init__(self, name: str):
         super().__init__()

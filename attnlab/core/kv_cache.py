@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from ..plumbing.checks import check_int, check_tensor
 from .attention import MultiHeadAttention, causal_mask
-from .checks import check_int, check_tensor
 
 
 class KVCache:

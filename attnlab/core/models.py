@@ -1,10 +1,16 @@
-"""The small models the series trains, all stacked from `attnlab.blocks`.
+"""The small models the series trains, all stacked from `attnlab.core.blocks`.
 
 - `TinyTransformer`: an encoder classifier (notebooks 03, 04, 06): token ids -> embedding
   (+ positions) -> encoder block(s) -> mean over the real (non-PAD) tokens -> linear head.
 - `DecoderOnly`: a next-token model (notebooks 04 and 07): embedding -> decoder blocks without
   cross-attention -> a linear head over the vocabulary.
 - `EncoderDecoder`: the original Transformer's shape, small (notebook 07).
+- `OddOneOut`: an encoder block over a set of image features, one score per image (notebook 05).
+- `AttentionPooling`: a sentiment head, one learned query over MiniLM's token states (06).
+- `AttentionOnly`: a decoder of attention-only layers, where induction heads form (notebook 09).
+
+Every model class the series trains lives here, whatever lesson trains it: a lesson builds its
+task's data and calls `training.train` on one of these, by a recipe of `attnlab.core.recipes`.
 
 A model returns tensors; its attention maps come from `attnlab.attention_maps(model, *inputs)`,
 the same for every model of the series. Every model takes `positions` ("learned", "sinusoidal",
@@ -20,9 +26,11 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from ..plumbing.checks import check_bool, check_choice, check_int, check_number, check_tensor
+from .attention import MultiHeadAttention, causal_mask
 from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
-from .checks import check_bool, check_choice, check_int, check_tensor
 from .hooks import eval_mode
+from .recipes import INDUCTION, SETS
 
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 LEARNED_POSITION_STD = 0.02  # the std at which PositionalEncoding("learned") draws its table
@@ -140,7 +148,7 @@ class TinyTransformer(nn.Module):
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, T) token ids -> the states (B, T, d) after the last block. Padding is hidden as
-        a key; to hide more, `attnlab.probes.hide_key(model, keys=...)`."""
+        a key; to hide more, `attnlab.core.interventions.hide_key(model, keys=...)`."""
         h = self.embed(x)  # (B, T, d)   token vector (+ position vector)
         mask = (x != self.pad_id)[:, None, None, :]  # (B, 1, 1, T)   real keys, for every query
         for block in self.blocks:
@@ -261,3 +269,153 @@ class EncoderDecoder(nn.Module):
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: the logits for every target position at once, (B, T, tgt_vocab)."""
         return self.decode(tgt, self.encode(src))
+
+
+class OddOneOut(nn.Module):
+    """Notebook 05's odd-one-out model. A score for each image of a set: a LayerNorm, the
+    `directions` main directions of the training images' (normalised) features and a linear layer
+    bring each image to d_model, one encoder block (GELU) lets the images attend to each other (no
+    positional encoding: the set has no order), and a linear layer scores each image.
+
+    The LayerNorm has no parameters: it only puts every image's features on one scale (pixels
+    range to 255, embeddings to 6). The directions are fixed, not learned: `fit_directions`
+    sets them from the training features (principal components), and keeping 64 of 1280 makes
+    training several times faster. `dtype=torch.float64` draws the weights in float64
+    (`draw_float64`), so training gives the same model on any CPU.
+    """
+
+    def __init__(self, d_in: int, d_model: int = SETS.d_model,
+                 n_heads: int = SETS.n_heads, d_ff: int = SETS.d_ff,
+                 directions: int = SETS.directions, dtype: torch.dtype = torch.float64):
+        super().__init__()
+        self.d_in = check_int("d_in", d_in, minimum=1)
+        k = min(check_int("directions", directions, minimum=1), self.d_in)
+        check_choice("dtype", dtype, (torch.float32, torch.float64))
+        self.norm = nn.LayerNorm(d_in, elementwise_affine=False)
+        self.register_buffer("centre", torch.zeros(d_in, dtype=dtype))          # (d_in,)
+        self.register_buffer("basis", torch.eye(d_in, k, dtype=dtype))          # (d_in, k)
+        self.embed = nn.Linear(k, d_model)
+        self.block = EncoderBlock(d_model, n_heads, d_ff, activation="gelu")
+        self.score = nn.Linear(d_model, 1)
+        if dtype == torch.float64:
+            draw_float64(self)
+
+    @torch.no_grad()
+    def fit_directions(self, features: torch.Tensor) -> None:
+        """Keep the main directions of `features` (N, d_in), normalised: their centre and the
+        eigenvectors of their covariance with the largest eigenvalues, each signed so that its
+        largest entry is positive (an eigenvector's sign is arbitrary, and another LAPACK could
+        pick the other one)."""
+        x = self.norm(features.to(self.basis.dtype))                  # (N, d_in)
+        self.centre = x.mean(0)                                       # (d_in,)
+        _, vectors = torch.linalg.eigh((x - self.centre).T @ (x - self.centre))  # ascending
+        top = vectors[:, -self.basis.shape[1]:].flip(1)               # (d_in, k) largest first
+        rows = top.abs().argmax(0)                                    # (k,)
+        self.basis = top * top[rows, torch.arange(top.shape[1])].sign()
+
+    @torch.no_grad()
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """features (..., d_in) -> (..., k): normalised, on the kept directions (nothing here
+        is learned, so training computes it once for all images)."""
+        return (self.norm(x.to(self.basis.dtype)) - self.centre) @ self.basis
+
+    def attend(self, r: torch.Tensor) -> torch.Tensor:
+        """reduced features (B, S, k) -> scores (B, S)."""
+        return self.score(self.block(self.embed(r))).squeeze(-1)  # (B, S)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, S, d_in) -> one score per image (B, S); the odd image should score highest."""
+        check_tensor("x", x)
+        if x.dim() != 3 or x.shape[-1] != self.d_in:
+            raise ValueError(f"x must be a batch of sets of features (B, S, {self.d_in}), "
+                             f"got shape {tuple(x.shape)}")
+        return self.attend(self.reduce(x))
+
+    def score_sets(self, features: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+        """The scores of sets given as rows of one feature table: features (N, d_in), members
+        (B, S) indices -> (B, S). The same as `self(features[members])`, with each image
+        reduced once instead of once per set it is in."""
+        return self.attend(self.reduce(features)[members])  # (B, S)
+
+
+class AttentionPooling(nn.Module):
+    """Notebook 06's sentiment head on MiniLM's token states, one that reads word order: one learned
+    query attends over a review's token states, and a linear layer classifies what it gathered.
+
+    weights = softmax(states · q) over the review's tokens, pooled = Σ_t weights_t · state_t,
+    logits = W pooled + b. A mean (what the linear head reads) gives "dull ... but ... superb"
+    and its swap nearly the same vector; a query can put its weight on the word after "but",
+    as [CLS] pooling and the Set Transformer's pooling by attention do. Its weights are what the
+    decision read: they sum to one over the review's word pieces ([CLS] and [SEP] are not
+    read). `states` (N, T, d) come from `token_states`, where a row of zeros is no token (padding,
+    [CLS], [SEP]), so that the head, like `nn.Linear`, takes one tensor.
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.query = nn.Parameter(torch.zeros(d))  # (d,)   zeros: uniform weights at the start
+        self.out = nn.Linear(d, 2)
+
+    def weights(self, states: torch.Tensor) -> torch.Tensor:
+        """(N, T): how much each token's state counts, summing to one over real tokens."""
+        scores = states @ self.query  # (N, T)   q · h_t
+        real = states.ne(0).any(-1)  # (N, T)
+        scores = scores.masked_fill(~real, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)  # (N, T)
+        return torch.nan_to_num(weights)  # a text without tokens: no weight anywhere
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        pooled = (self.weights(states).unsqueeze(-1) * states).sum(1)  # (N, d)   Σ_t w_t h_t
+        return self.out(pooled)  # (N, 2)
+
+
+class AttentionOnlyLayer(nn.Module):
+    """One attention-only layer: x + MultiHeadAttention(x, causal mask). No feed-forward layer
+    and no LayerNorm: each head reads the residual stream and adds its output back to it."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.attn = MultiHeadAttention(d_model, n_heads)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d_model) -> x + attention (B, T, d_model)."""
+        return x + self.attn(x, causal_mask(x.shape[1], device=x.device))[0]
+
+
+class AttentionOnly(nn.Module):
+    """A decoder made of attention only: token + learned position embeddings, `n_layers`
+    `AttentionOnlyLayer`s, and a linear unembedding to next-token logits (notebook 09).
+
+`vocab_size` and `max_len` are the task's (`lessons.induction.VOCAB` and `LENGTH`): the model
+is told them, the core knows no task; the sizes default to `recipes.INDUCTION`.
+
+    `embed_std`: both embedding tables start with this standard deviation (the usual starts,
+    1/√d_model for tokens and 0.02 for positions, leave the heads unable to tell positions
+    apart for a long time: the induction drop then comes after ~1,500 steps instead of a few
+    hundred). float64 draws every weight in float64 (`draw_float64`) first.
+    """
+
+    def __init__(self, vocab_size: int, max_len: int, d_model: int = INDUCTION.d_model,
+                 n_heads: int = INDUCTION.n_heads, n_layers: int = 2,
+                 embed_std: float = INDUCTION.embed_std, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
+                            ("n_heads", n_heads), ("n_layers", n_layers), ("max_len", max_len)):
+            check_int(name, value, minimum=1)
+        check_number("embed_std", embed_std, minimum=0.0, exclusive_minimum=True)
+        check_choice("dtype", dtype, (torch.float32, torch.float64))
+        self.embed = Embedding(vocab_size, d_model, max_len, "learned")
+        self.layers = nn.ModuleList(AttentionOnlyLayer(d_model, n_heads) for _ in range(n_layers))
+        self.unembed = nn.Linear(d_model, vocab_size)
+        if dtype == torch.float64:
+            draw_float64(self)
+        with torch.no_grad():  # the tables as drawn, rescaled to std embed_std
+            self.embed.tokens.weight.mul_(embed_std * d_model ** 0.5)
+            self.embed.pos.table.mul_(embed_std / LEARNED_POSITION_STD)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T) token ids -> next-token logits (B, T, vocab)."""
+        h = self.embed(x)  # (B, T, d_model)
+        for layer in self.layers:
+            h = layer(h)  # (B, T, d_model)
+        return self.unembed(h)  # (B, T, vocab)

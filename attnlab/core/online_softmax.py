@@ -15,8 +15,8 @@ import math
 
 import torch
 
+from ..plumbing.checks import check_int, check_tensor
 from .attention_args import broadcast
-from .checks import check_int, check_tensor
 
 
 def online_update(m: torch.Tensor, total: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor,

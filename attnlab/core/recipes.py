@@ -1,18 +1,20 @@
 """Every training recipe of the series, in one place: one frozen dataclass per model kind, and
 the one recipe each lesson trains by.
 
-A recipe is what `attnlab.train.train` needs besides the model, the data and the loss: the
+A recipe is what `attnlab.core.training.train` needs besides the model, the data and the loss: the
 model's size, Adam's learning rate, the minibatch size, and how long to train, as `epochs`
 (passes over a fixed training set, each in a new random order) or `steps` (each on new data).
 `recipe.but(epochs=20)` is the same recipe with some values changed, each checked; a name the
 recipe does not have is a TypeError, so `epoch=3` cannot pass unnoticed. Printed, a recipe
-shows its values as a dict (what notebooks 07 and 09 print).
+shows its values as a dict (what notebooks 07 and 09 print). The recipes sit in the core
+beside the models they size (`models.AttentionOnly` and `OddOneOut` take their defaults from
+here) and the loop that checks them: they hold numbers, never a lesson's task.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from .checks import check_int, check_number
+from ..plumbing.checks import check_int, check_number
 
 
 class Recipe:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_number, check_tensor
+from ..plumbing.checks import check_number, check_tensor
 
 
 def rotary(x: torch.Tensor, positions: torch.Tensor | None = None,

@@ -16,13 +16,13 @@ Everything it needs to measure lives here, written so the numbers are trustworth
 - `dependency_depth`, `first_token_gradient`: the path from the first token to the last
   output, in dependent operations and in gradient; `with_forget_bias`: an LSTM whose forget
   gates start nearer 1 (its gradient then fades more slowly);
-- `sci`: a measured number in scientific notation, guarded like `attnlab.report.fmt`;
+- `sci`: a measured number in scientific notation, guarded like `attnlab.plumbing.report.fmt`;
 - `process_peak_memory`: the most memory this process has held, as the operating system counts
   it (notebook 10: what a laptop needs for a 135-million-weight model), on Linux, macOS and
   Windows alike.
 
 The KV cache and the online softmax, which the same notebook measures with these tools, are
-concepts of their own: `attnlab.kv_cache`, `attnlab.online_softmax`.
+concepts of their own: `attnlab.core.kv_cache`, `attnlab.core.online_softmax`.
 """
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ from torch import nn
 from torch.autograd.profiler import profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from .checks import check_choice, check_int, check_number
-from .report import fmt
+from ..plumbing.checks import check_choice, check_int, check_number
+from ..plumbing.report import fmt
 from .scaling import loglog_slope  # noqa: F401  (one fit for the series; re-exported here)
 
 # The profiler's tracing library (Kineto) logs "profiler_start/stop" lines on stderr at its
@@ -290,8 +290,8 @@ def with_forget_bias(lstm: nn.LSTM, bias: float) -> nn.LSTM:
 def sci(value: float, digits: int = 1) -> str:
     """`value` in scientific notation with `digits` decimals in the mantissa (5.1e-57).
 
-    The mantissa goes through `attnlab.report.fmt`, so while the notebooks are recorded a value
-    next to a rounding edge of its last printed digit is refused, as fmt refuses it.
+    The mantissa goes through `attnlab.plumbing.report.fmt`, so while the notebooks are recorded a
+    value next to a rounding edge of its last printed digit is refused, as fmt refuses it.
     """
     value = float(value)
     if value == 0 or not math.isfinite(value):

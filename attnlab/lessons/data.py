@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .assets import fetch, read_idx
-from .checks import check_int, check_str
-from .repro import seed_of
+from ..plumbing.assets import fetch, read_idx
+from ..plumbing.checks import check_int, check_str
+from ..plumbing.repro import seed_of
 
 LABELS = ("negative", "positive")  # LABELS[label]
 
@@ -354,8 +354,8 @@ class Vocab:
 def load_fashion_mnist():
     """((x_train, y_train), (x_test, y_test)) as `keras.datasets.fashion_mnist.load_data()`
     returns them: uint8 images (N, 28, 28), uint8 labels (N,) — from the first verified local
-    copy (`attnlab.assets` says where it looks), downloaded the way Keras does only when there
-    is none anywhere (offline, that fails with an AssetError naming every place looked and the
+    copy (`attnlab.plumbing.assets` says where it looks), downloaded the way Keras does only when
+    there is none anywhere (offline, that fails with an AssetError naming every place looked and the
     fixing command)."""
     def split(name):
         x = read_idx(fetch(f"fashion-mnist/{name}-images"))  # (N, 28, 28) uint8

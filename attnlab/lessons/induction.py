@@ -15,7 +15,7 @@ so no fixed position helps: with a fixed distance a one-layer model copies by po
 The model (`AttentionOnly`): token and learned position embeddings, attention-only layers
 (`x + attention(x, causal mask)`, no feed-forward layer, no LayerNorm) and an unembedding, so
 that everything it computes goes through attention. `train_induction` trains it with the one
-training loop, `attnlab.train.fit`, in float64 (`draw_float64`): the step at which the loss
+training loop, `attnlab.core.training.fit`, in float64 (`draw_float64`): the step at which the loss
 drops and the losses it reaches then come out the same with PyTorch's AVX2/AVX-512 and portable
 kernels (checked to 1e-15). It keeps the loss of every step split into repeated and random
 tokens, and a copy of the weights every `CHECKPOINT_EVERY` steps (`Induction.at(step)`), for
@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, causal_mask
-from .checks import check_choice, check_int, check_number
-from .generation import token_losses
-from .models import LEARNED_POSITION_STD, Embedding, draw_float64, eval_mode
-from .parallel import remember
-from .recipes import INDUCTION, InductionRecipe
-from .repro import seed_of
-from .train import train
+from ..core.generation import token_losses
+from ..core.models import AttentionOnly, eval_mode
+from ..core.recipes import INDUCTION, InductionRecipe
+from ..core.training import train
+from ..plumbing.checks import check_int
+from ..plumbing.parallel import remember
+from ..plumbing.repro import seed_of
 
 VOCAB = 32  # token ids 0..31, all of them random tokens: no BOS, no separator
 LENGTH = 24  # tokens per sequence
@@ -118,55 +117,6 @@ def show(batch: Repeats, i: int) -> str:
     return " ".join(words)
 
 
-class AttentionOnlyLayer(nn.Module):
-    """One attention-only layer: x + MultiHeadAttention(x, causal mask). No feed-forward layer
-    and no LayerNorm: each head reads the residual stream and adds its output back to it."""
-
-    def __init__(self, d_model: int, n_heads: int):
-        super().__init__()
-        self.attn = MultiHeadAttention(d_model, n_heads)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, d_model) -> x + attention (B, T, d_model)."""
-        return x + self.attn(x, causal_mask(x.shape[1], device=x.device))[0]
-
-
-class AttentionOnly(nn.Module):
-    """A decoder made of attention only: token + learned position embeddings, `n_layers`
-    `AttentionOnlyLayer`s, and a linear unembedding to next-token logits.
-
-    `embed_std`: both embedding tables start with this standard deviation (the usual starts,
-    1/√d_model for tokens and 0.02 for positions, leave the heads unable to tell positions
-    apart for a long time: the induction drop then comes after ~1,500 steps instead of a few
-    hundred). float64 draws every weight in float64 (`draw_float64`) first.
-    """
-
-    def __init__(self, vocab_size: int = VOCAB, d_model: int = INDUCTION.d_model,
-                 n_heads: int = INDUCTION.n_heads, n_layers: int = 2, max_len: int = LENGTH,
-                 embed_std: float = INDUCTION.embed_std, dtype: torch.dtype = torch.float32):
-        super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
-                            ("n_heads", n_heads), ("n_layers", n_layers), ("max_len", max_len)):
-            check_int(name, value, minimum=1)
-        check_number("embed_std", embed_std, minimum=0.0, exclusive_minimum=True)
-        check_choice("dtype", dtype, (torch.float32, torch.float64))
-        self.embed = Embedding(vocab_size, d_model, max_len, "learned")
-        self.layers = nn.ModuleList(AttentionOnlyLayer(d_model, n_heads) for _ in range(n_layers))
-        self.unembed = nn.Linear(d_model, vocab_size)
-        if dtype == torch.float64:
-            draw_float64(self)
-        with torch.no_grad():  # the tables as drawn, rescaled to std embed_std
-            self.embed.tokens.weight.mul_(embed_std * d_model ** 0.5)
-            self.embed.pos.table.mul_(embed_std / LEARNED_POSITION_STD)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T) token ids -> next-token logits (B, T, vocab)."""
-        h = self.embed(x)  # (B, T, d_model)
-        for layer in self.layers:
-            h = layer(h)  # (B, T, d_model)
-        return self.unembed(h)  # (B, T, vocab)
-
-
 @torch.no_grad()
 def evaluate(model: nn.Module, batch: Repeats) -> dict:
     """Mean loss (nats) on the repeated tokens and on the random ones, and by position:
@@ -238,7 +188,7 @@ def train_induction(n_layers: int = 2, seed: int = 0, *, repeat: tuple[int, int]
         random.append(float(losses.detach()[~rep].mean()))
         return losses.mean()
 
-    model, losses = train(r, lambda: AttentionOnly(VOCAB, r.d_model, r.n_heads, n_layers, LENGTH,
+    model, losses = train(r, lambda: AttentionOnly(VOCAB, LENGTH, r.d_model, r.n_heads, n_layers,
                                                    r.embed_std, dtype=DTYPE),
                           loss_fn, (data.tokens, data.repeated), seed=seed)
     checkpoints[r.steps] = copy.deepcopy(model.state_dict())

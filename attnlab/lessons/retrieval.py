@@ -1,7 +1,7 @@
 """Retrieval: a query's nearest neighbours by cosine similarity, their scores against the
 query's label, and soft k-NN, which is attention over the database (notebook 05).
 
-The features come from `attnlab.embeddings` (a frozen MobileNetV2, or raw pixels).
+The features come from `attnlab.pretrained.embeddings` (a frozen MobileNetV2, or raw pixels).
 """
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import scaled_dot_product_attention
-from .checks import check_int, check_number
-from .embeddings import check_images, embed_images
-from .repro import seed_of
+from ..core.attention import scaled_dot_product_attention
+from ..plumbing.checks import check_int, check_number
+from ..plumbing.repro import seed_of
+from ..pretrained.embeddings import check_images, embed_images
 
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .checks import check_bool, check_int, check_number, check_tensor
+from ..core.attention import MultiHeadAttention, scaled_dot_product_attention
+from ..core.models import TinyTransformer
+from ..plumbing.checks import check_bool, check_int, check_number, check_tensor
+from ..plumbing.repro import seed_of
+from .classifier import Trained, fit_classifier, initial_model, task_reviews
 from .data import Vocab
-from .models import TinyTransformer
-from .repro import seed_of
-from .train import Trained, fit_classifier, initial_model, task_reviews
 
 DEFAULT_D_KS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -252,8 +252,8 @@ def initial_at_scale(scale: float | None = None, *, fold: bool = False, seed: in
 
 def train_at_scale(scale: float | None = None, *, fold: bool = False, seed: int = 0,
                    epochs: int = 5, d_head: int = 64) -> Trained:
-    """Notebook 03's model, task and recipe (`attnlab.train`) with one head of size `d_head`
-    (d_model = d_head), trained with another attention scale; returns `Trained`.
+    """Notebook 03's model, task and recipe (`attnlab.lessons.classifier`) with one head of size
+    `d_head` (d_model = d_head), trained with another attention scale; returns `Trained`.
 
     scale=None is the usual 1/√d_head, scale=1.0 no division. fold=True starts from the scaled
     model with 1/√d_head folded into W_Q (`initial_at_scale`) and trains without a division: the

@@ -1,8 +1,8 @@
 """Sentiment on top of the pre-trained encoder (notebook 06): a linear head on the frozen
-all-MiniLM-L6-v2 (`attnlab.minilm`) and an attention-pooling head on its token states, what the
-encoder's heads attend to, two interventions on one token's role as a key, and the reliability
-diagram that compares a classifier's confidence with its accuracy. The sentiment app
-(`attnlab.app`) uses the pooling head.
+all-MiniLM-L6-v2 (`attnlab.pretrained.minilm`) and an attention-pooling head on its token states,
+what the encoder's heads attend to, two interventions on one token's role as a key, and the
+reliability diagram that compares a classifier's confidence with its accuracy. The sentiment app
+(`attnlab.views.app`) uses the pooling head.
 """
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..core.interventions import hide_key
+from ..core.models import AttentionPooling
+from ..core.recipes import HEAD, POOLING
+from ..core.training import seeded
+from ..plumbing.checks import check_choice, check_int, check_tensor
+from ..pretrained.minilm import MiniLM
 from . import data
-from .checks import check_choice, check_int, check_tensor
+from .classifier import fit_classifier
 from .data import Reviews
-from .minilm import MiniLM
-from .probes import hide_key
-from .recipes import HEAD, POOLING
-from .train import fit_classifier, seeded
 
 
 def check_encoder(encoder) -> MiniLM:
@@ -25,37 +27,6 @@ def check_encoder(encoder) -> MiniLM:
         raise TypeError(f"encoder must be the MiniLM from load_minilm(), "
                         f"got {type(encoder).__name__}")
     return encoder
-
-
-class AttentionPooling(nn.Module):
-    """A sentiment head that reads word order: one learned query attends over a review's token
-    states, and a linear layer classifies what it gathered.
-
-    weights = softmax(states · q) over the review's tokens, pooled = Σ_t weights_t · state_t,
-    logits = W pooled + b. A mean (what the linear head reads) gives "dull ... but ... superb"
-    and its swap nearly the same vector; a query can put its weight on the word after "but",
-    as [CLS] pooling and the Set Transformer's pooling by attention do. Its weights are what the
-    decision read: they sum to one over the review's word pieces ([CLS] and [SEP] are not
-    read). `states` (N, T, d) come from `token_states`, where a row of zeros is no token (padding,
-    [CLS], [SEP]), so that the head, like `nn.Linear`, takes one tensor.
-    """
-
-    def __init__(self, d: int):
-        super().__init__()
-        self.query = nn.Parameter(torch.zeros(d))  # (d,)   zeros: uniform weights at the start
-        self.out = nn.Linear(d, 2)
-
-    def weights(self, states: torch.Tensor) -> torch.Tensor:
-        """(N, T): how much each token's state counts, summing to one over real tokens."""
-        scores = states @ self.query  # (N, T)   q · h_t
-        real = states.ne(0).any(-1)  # (N, T)
-        scores = scores.masked_fill(~real, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)  # (N, T)
-        return torch.nan_to_num(weights)  # a text without tokens: no weight anywhere
-
-    def forward(self, states: torch.Tensor) -> torch.Tensor:
-        pooled = (self.weights(states).unsqueeze(-1) * states).sum(1)  # (N, d)   Σ_t w_t h_t
-        return self.out(pooled)  # (N, 2)
 
 
 @torch.no_grad()
@@ -88,8 +59,9 @@ def fit_head(x_train: torch.Tensor, y_train: torch.Tensor, x_test: torch.Tensor,
     each review is encoded once. Sentence vectors (N, d) train a linear head, nn.Linear(d, 2)
     (2·d + 2 weights), by `recipes.HEAD`; token states (N, T, d) from `token_states` train an
     `AttentionPooling` head (3·d + 2 weights) by `recipes.POOLING`. Training is
-    `attnlab.train.fit_classifier` (seeded Adam, the loop that trains the TinyTransformer);
-    `overrides` replace the recipe's values. Returns (head in eval mode, history)."""
+    `attnlab.lessons.classifier.fit_classifier` (seeded Adam, the loop that trains the
+    TinyTransformer); `overrides` replace the recipe's values. Returns (head in eval mode,
+    history)."""
     check_tensor("x_train", x_train, floating=True)
     if x_train.dim() not in (2, 3):
         raise ValueError(f"x_train must be sentence vectors (N, d) or token states (N, T, d), "
@@ -113,14 +85,14 @@ def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = F
     """Encode reviews with the frozen encoder and train a linear sentiment head on them
     (`fit_head`).
 
-    `train` and `test` are `attnlab.data.Reviews`; the first HEAD.n_train training
+    `train` and `test` are `attnlab.lessons.data.Reviews`; the first HEAD.n_train training
     reviews are used, since a linear layer on 384 numbers needs few examples and embedding them
     is the slow part. Returns (head in eval mode, history).
     """
     check_encoder(encoder)
     for name, reviews in (("train", train), ("test", test)):
         if not isinstance(reviews, Reviews):
-            raise TypeError(f"{name} must be attnlab.data.Reviews (e.g. "
+            raise TypeError(f"{name} must be attnlab.lessons.data.Reviews (e.g. "
                             f"train_classifier().{name}), got {type(reviews).__name__}")
     r = HEAD.but(**overrides)
     train = train[: r.n_train]
@@ -130,7 +102,7 @@ def train_head(encoder: MiniLM, train, test, *, seed: int = 0, verbose: bool = F
 
 
 def pooling_reviews(seed: int = 0, n: int = POOLING.n_train) -> Reviews:
-    """What the pooling head learns from, all made by `attnlab.data`: n one-word reviews, n
+    """What the pooling head learns from, all made by `attnlab.lessons.data`: n one-word reviews, n
     contrast reviews (half with "but", half with "yet") and the same reviews with their two
     sentiment words swapped (so a bag of words alone says nothing), and n/2 one-word reviews
     negated ("not dull": positive)."""

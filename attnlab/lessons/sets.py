@@ -18,12 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .blocks import EncoderBlock
-from .checks import check_choice, check_int, check_tensor
-from .models import draw_float64, eval_mode
-from .recipes import SETS
-from .repro import seed_of
-from .train import seeded, train
+from ..core.models import OddOneOut, eval_mode
+from ..core.recipes import SETS
+from ..core.training import seeded, train
+from ..plumbing.checks import check_int, check_tensor
+from ..plumbing.repro import seed_of
 
 
 def odd_one_out(labels, n_sets: int, set_size: int = 10, seed: int = 0):
@@ -64,73 +63,6 @@ def odd_one_out(labels, n_sets: int, set_size: int = 10, seed: int = 0):
     return torch.from_numpy(members), torch.from_numpy(odd)
 
 
-class OddOneOut(nn.Module):
-    """A score for each image of a set: a LayerNorm, the `directions` main directions of the
-    training images' (normalised) features and a linear layer bring each image to d_model, one
-    encoder block (GELU) lets the images attend to each other (no positional encoding: the set
-    has no order), and a linear layer scores each image.
-
-    The LayerNorm has no parameters: it only puts every image's features on one scale (pixels
-    range to 255, embeddings to 6). The directions are fixed, not learned: `fit_directions`
-    sets them from the training features (principal components), and keeping 64 of 1280 makes
-    training several times faster. `dtype=torch.float64` draws the weights in float64
-    (`draw_float64`), so training gives the same model on any CPU.
-    """
-
-    def __init__(self, d_in: int, d_model: int = SETS.d_model,
-                 n_heads: int = SETS.n_heads, d_ff: int = SETS.d_ff,
-                 directions: int = SETS.directions, dtype: torch.dtype = torch.float64):
-        super().__init__()
-        self.d_in = check_int("d_in", d_in, minimum=1)
-        k = min(check_int("directions", directions, minimum=1), self.d_in)
-        check_choice("dtype", dtype, (torch.float32, torch.float64))
-        self.norm = nn.LayerNorm(d_in, elementwise_affine=False)
-        self.register_buffer("centre", torch.zeros(d_in, dtype=dtype))          # (d_in,)
-        self.register_buffer("basis", torch.eye(d_in, k, dtype=dtype))          # (d_in, k)
-        self.embed = nn.Linear(k, d_model)
-        self.block = EncoderBlock(d_model, n_heads, d_ff, activation="gelu")
-        self.score = nn.Linear(d_model, 1)
-        if dtype == torch.float64:
-            draw_float64(self)
-
-    @torch.no_grad()
-    def fit_directions(self, features: torch.Tensor) -> None:
-        """Keep the main directions of `features` (N, d_in), normalised: their centre and the
-        eigenvectors of their covariance with the largest eigenvalues, each signed so that its
-        largest entry is positive (an eigenvector's sign is arbitrary, and another LAPACK could
-        pick the other one)."""
-        x = self.norm(features.to(self.basis.dtype))                  # (N, d_in)
-        self.centre = x.mean(0)                                       # (d_in,)
-        _, vectors = torch.linalg.eigh((x - self.centre).T @ (x - self.centre))  # ascending
-        top = vectors[:, -self.basis.shape[1]:].flip(1)               # (d_in, k) largest first
-        rows = top.abs().argmax(0)                                    # (k,)
-        self.basis = top * top[rows, torch.arange(top.shape[1])].sign()
-
-    @torch.no_grad()
-    def reduce(self, x: torch.Tensor) -> torch.Tensor:
-        """features (..., d_in) -> (..., k): normalised, on the kept directions (nothing here
-        is learned, so training computes it once for all images)."""
-        return (self.norm(x.to(self.basis.dtype)) - self.centre) @ self.basis
-
-    def attend(self, r: torch.Tensor) -> torch.Tensor:
-        """reduced features (B, S, k) -> scores (B, S)."""
-        return self.score(self.block(self.embed(r))).squeeze(-1)  # (B, S)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, S, d_in) -> one score per image (B, S); the odd image should score highest."""
-        check_tensor("x", x)
-        if x.dim() != 3 or x.shape[-1] != self.d_in:
-            raise ValueError(f"x must be a batch of sets of features (B, S, {self.d_in}), "
-                             f"got shape {tuple(x.shape)}")
-        return self.attend(self.reduce(x))
-
-    def score_sets(self, features: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
-        """The scores of sets given as rows of one feature table: features (N, d_in), members
-        (B, S) indices -> (B, S). The same as `self(features[members])`, with each image
-        reduced once instead of once per set it is in."""
-        return self.attend(self.reduce(features)[members])  # (B, S)
-
-
 def _features(features) -> torch.Tensor:
     x = torch.as_tensor(features.numpy(force=True) if isinstance(features, torch.Tensor)
                         else np.asarray(features))
@@ -153,7 +85,7 @@ def _check_sets(members, odd, n_images: int) -> None:
 
 def train_odd_one_out(features, members: torch.Tensor, odd: torch.Tensor, *, seed: int = 0,
                       **overrides) -> OddOneOut:
-    """Train an `OddOneOut` on sets of `features` rows with `attnlab.train.train`, by `SETS`
+    """Train an `OddOneOut` on sets of `features` rows with `attnlab.core.training.train`, by `SETS`
     (keyword overrides replace its entries); returns the model in eval mode.
 
     The loss is cross-entropy over each set's positions: softmax over the S scores, and the

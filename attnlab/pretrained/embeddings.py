@@ -19,12 +19,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .assets import fetch, import_keras
-from .checks import check_choice, check_int, check_number
-from .parallel import parallel_map, workers
-from .repro import nudge, seed_of
+from ..plumbing.assets import fetch, import_keras
+from ..plumbing.checks import check_choice, check_int, check_number
+from ..plumbing.parallel import parallel_map, workers
+from ..plumbing.repro import nudge, seed_of
 
-ALPHAS = (0.35, 0.5)  # the widths whose ImageNet weights attnlab.assets knows
+ALPHAS = (0.35, 0.5)  # the widths whose ImageNet weights attnlab.plumbing.assets knows
 INPUT_SIZE = 96       # 28×28 images are resized to 96×96: small enough for a CPU, big enough
                       # for MobileNetV2's five stride-2 stages (96 → 3 pixels)
 EMBED_DIM = 1280
@@ -254,8 +254,9 @@ def embed_images(images, alpha: float = 0.35, batch_size: int = 32, *,
     The resize and the pooling are written so that no kernel's summation order enters them
     (the same bits with ATEN_CPU_CAPABILITY=default; tests/test_retrieval.py). The convolutions
     are oneDNN's, whose last bits differ between CPUs (AVX2 and AVX-512 do); notebook 05 does
-    not depend on them, because its set model's training is not chaotic (`attnlab.sets`), and
-    `make test-portable` moves every embedding by one ulp to prove it (`attnlab.repro.nudge`).
+    not depend on them, because its set model's training is not chaotic (`attnlab.lessons.sets`),
+    and `make test-portable` moves every embedding by one ulp to prove it
+    (`attnlab.plumbing.repro.nudge`).
     """
     images = check_images(images)
     steps = _folded(_check_alpha(alpha), _real_seed(seed))

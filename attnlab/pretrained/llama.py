@@ -1,14 +1,14 @@
 """SmolLM2-135M, a real language model, rebuilt from attnlab's own attention code.
 
 The file is Hugging Face's SmolLM2-135M-Instruct in llama.cpp's GGUF format (4-bit weights,
-`attnlab.gguf` reads them). The architecture is Llama's: a token embedding, 30 `LlamaBlock`s
-(RMSNorm, causal grouped-query attention with 9 query and 3 key/value heads of 64 numbers,
-rotary positions with base 100,000, SwiGLU feed-forward 1536), a last RMSNorm, and the
-embedding again as the output layer (tied weights). Every size is read from the file's
-metadata, never written here.
+`attnlab.pretrained.gguf` reads them). The architecture is Llama's: a token embedding, 30
+`LlamaBlock`s (RMSNorm, causal grouped-query attention with 9 query and 3 key/value heads of 64
+numbers, rotary positions with base 100,000, SwiGLU feed-forward 1536), a last RMSNorm, and the
+embedding again as the output layer (tied weights). Every size is read from the file's metadata,
+never written here.
 
 llama.cpp stores the rows of W_Q and W_K so that rotary turns adjacent pairs (x[2i], x[2i+1]),
-which is exactly what `attnlab.rope.rotary` does: the weights load as they are. (Hugging
+which is exactly what `attnlab.core.rope.rotary` does: the weights load as they are. (Hugging
 Face's copy rotates the two halves instead; tests/test_llama.py un-permutes the rows and checks
 our model against that form.)
 
@@ -28,15 +28,15 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from torch import nn
 from torch.nn import functional as F
 
-from . import assets
-from .blocks import LlamaBlock
-from .checks import check_int, check_str, check_tensor
+from ..core.blocks import LlamaBlock
+from ..core.hooks import attention_maps, run_with_maps
+from ..core.kv_cache import KVCache
+from ..core.measures import induction_score, previous_occurrence, previous_token_score
+from ..core.models import eval_mode
+from ..plumbing import assets
+from ..plumbing.checks import check_int, check_str, check_tensor
+from ..plumbing.repro import seed_of
 from .gguf import GGUF
-from .hooks import attention_maps, run_with_maps
-from .kv_cache import KVCache
-from .models import eval_mode
-from .probes import induction_score, previous_occurrence, previous_token_score
-from .repro import seed_of
 
 ASSET_NAME = "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -220,7 +220,7 @@ def repeated_random(tokenizer: BPETokenizer, n: int, length: int = 50,
     """n sequences of the start token and `length` random tokens, then the same tokens again:
     (n, 1 + 2·length) int64. The second copy can only be predicted by copying from the first:
     notebook 09's test, on a real vocabulary (special tokens are never drawn). Seeded through
-    attnlab.repro.seed_of, so ATTNLAB_SEED moves it."""
+    attnlab.plumbing.repro.seed_of, so ATTNLAB_SEED moves it."""
     n, length = check_int("n", n, minimum=1), check_int("length", length, minimum=1)
     g = torch.Generator().manual_seed(seed_of(seed))
     pick = torch.randint(0, len(tokenizer.ordinary_ids), (n, length), generator=g)  # (n, length)
@@ -238,8 +238,8 @@ def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = T
     Returns `losses` (N, T - 1) and, each (n_layers, n_heads): `induction` (weight on the token
     after the previous occurrence of the query's token), `previous` (weight on the token just
     before the query) and `first` (weight on position 0, from the queries t >= 1), each a mean
-    over all N sequences' queries, as `attnlab.probes` defines them. Under an intervention
-    (`attnlab.uniform_attention`, `probes.hide_key`) it measures the model as changed."""
+    over all N sequences' queries, as `attnlab.core.measures` defines them. Under an intervention
+    (`attnlab.uniform_attention`, `interventions.hide_key`) it measures the model as changed."""
     batch = check_int("batch", batch, minimum=1)
     losses, sums, counted = [], {}, 0
     with eval_mode(model):

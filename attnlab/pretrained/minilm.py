@@ -2,7 +2,7 @@
 
 The checkpoint is a 6-layer BERT: word + position + token-type embeddings, a LayerNorm, then six
 post-norm encoder blocks (12 heads, hidden 384, feed-forward 1536, exact-erf GELU, LayerNorm eps
-1e-12). Those blocks are exactly `attnlab.blocks.EncoderBlock` (the block notebook 03 trains,
+1e-12). Those blocks are exactly `attnlab.core.blocks.EncoderBlock` (the block notebook 03 trains,
 around notebook 01's MultiHeadAttention), so loading the published weights into them proves the
 students' attention is the real thing.
 A sentence vector is the mean of the last layer's token vectors over the real (non-padding)
@@ -24,14 +24,14 @@ from tokenizers import BertWordPieceTokenizer
 from torch import nn
 from torch.nn import functional as F
 
-from . import assets
-from .blocks import EncoderBlock
-from .checks import check_int, check_str
-from .hooks import attention_maps
-from .parallel import parallel_map
-from .repro import nudge
+from ..core.blocks import EncoderBlock
+from ..core.hooks import attention_maps
+from ..plumbing import assets
+from ..plumbing.checks import check_int, check_str
+from ..plumbing.parallel import parallel_map
+from ..plumbing.repro import nudge
 
-#: the three files of the model, as `attnlab.assets` names them
+#: the three files of the model, as `attnlab.plumbing.assets` names them
 ASSET_NAMES = ("minilm/model.safetensors", "minilm/vocab.txt", "minilm/config.json")
 
 #: sentence-transformers truncates this model's input at 256 word pieces
@@ -293,9 +293,9 @@ def _state_dict(weights: dict[str, torch.Tensor], n_layers: int) -> dict[str, to
 def model_files(path=None) -> dict[str, Path]:
     """The three model files by file name, each checked.
 
-    path=None: wherever `attnlab.assets` finds a verified copy ($ATTNLAB_MINILM, then the carrier
-    package). A folder: its model.safetensors, vocab.txt and config.json; the weights and the
-    vocabulary must match the published sha256 (config.json may be re-formatted, it is validated
+    path=None: wherever `attnlab.plumbing.assets` finds a verified copy ($ATTNLAB_MINILM, then the
+    carrier package). A folder: its model.safetensors, vocab.txt and config.json; the weights and
+    the vocabulary must match the published sha256 (config.json may be re-formatted, it is validated
     by reading it)."""
     if path is None:
         return {name.split("/")[1]: assets.require(name) for name in ASSET_NAMES}
@@ -330,9 +330,9 @@ def load_minilm(path=None, max_length: int = DEFAULT_MAX_LENGTH) -> MiniLM:
     """The pre-trained all-MiniLM-L6-v2 encoder, in eval mode, built from attnlab's own
     EncoderBlock and MultiHeadAttention.
 
-    path: None (find the files via `attnlab.assets`: $ATTNLAB_MINILM, then the carrier package)
-    or a folder holding model.safetensors, vocab.txt and config.json; the weights and the vocabulary
-    are sha256-checked either way. max_length: the longest input in word pieces (2..512).
+    path: None (find the files via `attnlab.plumbing.assets`: $ATTNLAB_MINILM, then the carrier
+    package) or a folder holding model.safetensors, vocab.txt and config.json; the weights and the
+    vocabulary are sha256-checked either way. max_length: the longest input in word pieces (2..512).
     """
     files = model_files(path)
     config = _read_config(files["config.json"])

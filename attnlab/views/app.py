@@ -1,16 +1,16 @@
 """The sentiment app: type a review and see what two models make of it and what they read.
 
 Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (frozen) with an
-attention-pooling head (`attnlab.sentiment.train_pooling_head`): one learned query attends over
-the review's word pieces, so it can read which word comes after "but", which a mean of the
-tokens (the linear head of notebook 06) cannot; it was trained on the series' synthetic reviews:
-one sentiment word, contrasts joined by "but" or "yet" in both orders, negations. The other is
-notebook 03's TinyTransformer recipe trained from scratch on one-word reviews (the bag task of
-notebook 04) and on reviews with no sentiment word under both labels, so that where it reads no
-word it knows its probability is near 0.5 (notebook 06 measures it). Both are attnlab's own
-attention code. The comparison is the lesson of notebook 06: the tiny model knows only the few
-dozen words of its training reviews, the pre-trained one was trained on a billion sentence pairs
-and places "terrific" near "great".
+attention-pooling head (`attnlab.lessons.sentiment.train_pooling_head`): one learned query attends
+over the review's word pieces, so it can read which word comes after "but", which a mean of the
+tokens (the linear head of notebook 06) cannot; it was trained on the series' synthetic reviews: one
+sentiment word, contrasts joined by "but" or "yet" in both orders, negations. The other is notebook
+03's TinyTransformer recipe trained from scratch on one-word reviews (the bag task of notebook 04)
+and on reviews with no sentiment word under both labels, so that where it reads no word it knows its
+probability is near 0.5 (notebook 06 measures it). Both are attnlab's own attention code. The
+comparison is the lesson of notebook 06: the tiny model knows only the few dozen words of its
+training reviews, the pre-trained one was trained on a billion sentence pairs and places "terrific"
+near "great".
 
 Each answer is a label, or "not sure" when its probability is within NOT_SURE of 0.5 or when the
 model read no sentiment word it knows; each token carries a number, shown beside it and as its
@@ -44,21 +44,22 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from . import data, recipes
-from .assets import ASSETS
-from .checks import check_bool, check_str
-from .data import LABELS, Vocab
-from .hooks import run_with_maps
-from .minilm import MiniLM, Tokenized, load_minilm
-from .repro import series_seed
-from .sentiment import (
-    AttentionPooling,
+from ..core import recipes
+from ..core.hooks import run_with_maps
+from ..core.models import AttentionPooling
+from ..lessons import data
+from ..lessons.classifier import Trained, initial_model, task_reviews, train_classifier
+from ..lessons.data import LABELS, Vocab
+from ..lessons.sentiment import (
     check_encoder,
     held_out_contrasts,
     token_states,
     train_pooling_head,
 )
-from .train import Trained, initial_model, task_reviews, train_classifier
+from ..plumbing.assets import ASSETS
+from ..plumbing.checks import check_bool, check_str
+from ..plumbing.repro import series_seed
+from ..pretrained.minilm import MiniLM, Tokenized, load_minilm
 from .widgets import UNSURE, restart_note
 
 #: what the app shows before the user types anything
@@ -374,9 +375,9 @@ def _problem_html(problem: str) -> str:
 class SentimentApp:
     """Type a review; both models' labels, probabilities and weights, as text or as a widget.
 
-    tiny: what `attnlab.train.train_classifier()` returns (anything with .model and .vocab);
-    encoder: `load_minilm()`; head: the `AttentionPooling` head from
-    `attnlab.sentiment.train_pooling_head`. Give all three or none (then `default_models()`
+    tiny: what `attnlab.lessons.classifier.train_classifier()` returns (anything with .model and
+    .vocab); encoder: `load_minilm()`; head: the `AttentionPooling` head from
+    `attnlab.lessons.sentiment.train_pooling_head`. Give all three or none (then `default_models()`
     builds them, cached).
     """
 
@@ -395,7 +396,7 @@ class SentimentApp:
         check_encoder(encoder)
         if not isinstance(head, AttentionPooling):
             raise TypeError(f"head must be the AttentionPooling head of "
-                            f"attnlab.sentiment.train_pooling_head(encoder), "
+                            f"attnlab.lessons.sentiment.train_pooling_head(encoder), "
                             f"got {type(head).__name__}")
         self.tiny, self.encoder, self.head = tiny, encoder, head.eval()
         self._widget = None
@@ -429,7 +430,7 @@ class SentimentApp:
     def respond(self, text) -> tuple[dict | None, str | None, float]:
         """`analyze(text)` for a user interface: (result, None, seconds) or, when anything at all
         goes wrong, (None, a sentence for the user, seconds); never raises. The widget and the
-        web app (`attnlab.web`) both answer through it."""
+        web app (`attnlab.views.web`) both answer through it."""
         start = time.perf_counter()
         try:
             result, problem = self.analyze(text), None

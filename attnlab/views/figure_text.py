@@ -10,7 +10,7 @@ labels and legend), never from what a notebook meant to draw, so it cannot drift
   where each starts, ends and peaks and where two cross; for bars, each bar's height;
 - `tables`: the full numbers, one table per panel, that a student can open beside the figure.
 
-`attnlab.plots.show_figure` displays a figure with both (the image carries `alt`, the notebook
+`attnlab.views.plots.show_figure` displays a figure with both (the image carries `alt`, the notebook
 shows a collapsed caption with the tables), and records the colours and marks drawn
 (`styles`), which tests/test_figures.py holds to the series' colour-blind-safe palette.
 
@@ -30,7 +30,7 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
-from .report import MARGIN, exact_fraction, fmt
+from ..plumbing.report import MARGIN, exact_fraction, fmt
 
 MAX_CELLS = 30  # rows and columns of a table beyond which it is cut (and says so)
 MAX_ALT_PANELS = 6  # panels described one by one in `alt`; a larger grid is summarised

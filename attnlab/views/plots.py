@@ -16,7 +16,7 @@ from cycler import cycler
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .checks import check_int
+from ..plumbing.checks import check_int
 from .figure_text import describe, styles
 
 MAX_WIDTH = 15.0  # inches: about what a notebook shows without shrinking a figure's text
@@ -220,8 +220,8 @@ def mean_spread_bars(groups: dict, ylabel: str = "test accuracy", chance: float 
 def accuracy_curves(histories: dict, title=None, chance: float | None = None,
                     metric: str = "test_acc", figsize: tuple[float, float] = (6, 3.4)):
     """Learning curves of repeated runs: `histories` maps a variant name to a list of histories
-    (one per seed, from `attnlab.train.fit`). Draws the mean `metric` per epoch with a band from
-    the lowest to the highest run (a variant with a single run is just its curve). `figsize` in
+    (one per seed, from `attnlab.core.training.fit`). Draws the mean `metric` per epoch with a band
+    from the lowest to the highest run (a variant with a single run is just its curve). `figsize` in
     inches, e.g. (8, 4) for a curve that fills a slide's width and half its height. Returns the
     Figure."""
     if not isinstance(histories, dict) or not all(isinstance(h, list) for h in histories.values()):

@@ -9,8 +9,8 @@ comes from `SentimentApp.respond` (the widget's own path): `handle` only turns i
 the components' values. Nothing shown is HTML built from the input: the review, the notes and
 the tokens go into Textbox, Label and HighlightedText components, which show text as text.
 
-The models are built (or loaded from the app's cache, `attnlab.app.cache_dir()`) once, before
-the server starts: no request trains anything. `python -m attnlab.web` (or `make app`, or
+The models are built (or loaded from the app's cache, `attnlab.views.app.cache_dir()`) once, before
+the server starts: no request trains anything. `python -m attnlab.views.web` (or `make app`, or
 space/app.py on a Hugging Face Space) serves it; gradio is the `space` extra of pyproject.toml.
 """
 from __future__ import annotations
@@ -174,7 +174,7 @@ def serve(host: str | None = None, port: int | None = None, app: SentimentApp | 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnlab.web", description=__doc__.split(
+    parser = argparse.ArgumentParser(prog="python -m attnlab.views.web", description=__doc__.split(
         "\n")[0])
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 7860)")

@@ -26,13 +26,13 @@ import torch
 import traitlets
 from matplotlib.figure import Figure
 
-from .attention import scaled_dot_product_attention
-from .checks import check_choice, check_int, check_number, check_str
-from .data import LABELS, TASK_READS, outside_task
+from ..core.attention import scaled_dot_product_attention
+from ..lessons.data import LABELS, TASK_READS, outside_task
+from ..lessons.scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
+from ..plumbing.checks import check_choice, check_int, check_number, check_str
+from ..plumbing.report import fmt
 from .figure_text import describe
 from .plots import SCALED_COLOR, UNSCALED_COLOR
-from .report import fmt
-from .scaling import DEFAULT_D_KS, check_d_ks, softmax_pair
 
 
 def _vector_text(x, digits: int = 3) -> str:
@@ -336,7 +336,7 @@ class SoftmaxScaleExplorer:
     """Notebook 02: a d_k slider and the softmax of the same scores, unscaled and scaled.
 
     The query and keys are the first d_k coordinates of one fixed random draw
-    (`attnlab.scaling.softmax_pair`), so moving the slider only adds dimensions. The two
+    (`attnlab.lessons.scaling.softmax_pair`), so moving the slider only adds dimensions. The two
     distributions are drawn side by side as a PNG, an <img> with its text alternative as alt in
     an HTML widget (no output capture, so executing the notebook headlessly stores no stray
     figures).
@@ -432,12 +432,12 @@ class PredictionComparison:
     (e.g. the same TinyTransformer trained with and without positions).
 
     `models` maps a display name to a classifier whose `predict_proba(x)` gives (B, 2)
-    probabilities of (negative, positive), e.g. `attnlab.models.TinyTransformer`; `vocab` is the
-    `attnlab.data.Vocab` they were trained with. Any string is valid input: it is tokenized with
-    `vocab.tokens`, cut to the models' `max_len`, words outside the vocabulary are marked unknown,
-    and all of it is shown as text (HTML-escaped). With `task` ("bag" or "contrast": what the
-    models were trained on, `attnlab.data.TASK_READS`) the widget says so, and a text unlike
-    those reviews (`data.outside_task`) gets "not sure" with the reason, beside each
+    probabilities of (negative, positive), e.g. `attnlab.core.models.TinyTransformer`; `vocab` is
+    the `attnlab.lessons.data.Vocab` they were trained with. Any string is valid input: it is
+    tokenized with `vocab.tokens`, cut to the models' `max_len`, words outside the vocabulary are
+    marked unknown, and all of it is shown as text (HTML-escaped). With `task` ("bag" or "contrast":
+    what the models were trained on, `attnlab.lessons.data.TASK_READS`) the widget says so, and a
+    text unlike those reviews (`data.outside_task`) gets "not sure" with the reason, beside each
     probability, instead of a label the models cannot know.
 
     In the DOM: box `attnlab-compare`, text field `attnlab-compare-input`, table
@@ -459,7 +459,8 @@ class PredictionComparison:
                 raise TypeError(f"models[{name!r}] must have a predict_proba(x) method, "
                                 f"got {type(model).__name__}")
         if not callable(getattr(vocab, "encode_batch", None)):
-            raise TypeError(f"vocab must be an attnlab.data.Vocab, got {type(vocab).__name__}")
+            raise TypeError(f"vocab must be an attnlab.lessons.data.Vocab, "
+                            f"got {type(vocab).__name__}")
         check_str("text", text)
         if task is not None:
             check_choice("task", task, tuple(TASK_READS))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from importlib import resources
 
-from ..checks import check_choice
+from ...plumbing.checks import check_choice
 
 _SVG = "{http://www.w3.org/2000/svg}"
 
