@@ -12,15 +12,15 @@ The distance back to the first copy (the segment's length) changes from sequence
 so no fixed position helps: with a fixed distance a one-layer model copies by position alone
 ("read the token 7 places back") and teaches nothing.
 
-The model (`AttentionOnly`): token and learned position embeddings, attention-only layers
-(`x + attention(x, causal mask)`, no feed-forward layer, no LayerNorm) and an unembedding, so
-that everything it computes goes through attention. `train_induction` trains it with the one
-training loop, `attnlab.core.training.fit`, in float64 (`draw_float64`): the step at which the loss
-drops and the losses it reaches then come out the same with PyTorch's AVX2/AVX-512 and portable
-kernels (checked to 1e-15). It keeps the loss of every step split into repeated and random
-tokens, and a copy of the weights every `CHECKPOINT_EVERY` steps (`Induction.at(step)`), for
-"before the drop" measurements. Its results are cached by their arguments, so a check that
-re-runs a student's experiment costs nothing.
+The model (`core.models.AttentionOnly`, told this task's VOCAB and LENGTH): token and learned
+position embeddings, attention-only layers (`x + attention(x, causal mask)`, no feed-forward layer,
+no LayerNorm) and an unembedding, so that everything it computes goes through attention.
+`train_induction` trains it with the one training loop, `attnlab.core.training.fit`, in float64
+(`draw_float64`): the step at which the loss drops and the losses it reaches then come out the same
+with PyTorch's AVX2/AVX-512 and portable kernels (checked to 1e-15). It keeps the loss of every step
+split into repeated and random tokens, and a copy of the weights every `CHECKPOINT_EVERY` steps
+(`Induction.at(step)`), for "before the drop" measurements. Its results are cached by their
+arguments, so a check that re-runs a student's experiment costs nothing.
 
 The sizes are chosen for time: float64 costs ~2.3x float32 here. With 32 tokens, repeats of
 6-16 and the usual initial scales, the drop comes after ~1,500 steps; 24 tokens, repeats of

@@ -1,8 +1,8 @@
 """Sentiment on top of the pre-trained encoder (notebook 06): a linear head on the frozen
-all-MiniLM-L6-v2 (`attnlab.pretrained.minilm`) and an attention-pooling head on its token states,
-what the encoder's heads attend to, two interventions on one token's role as a key, and the
-reliability diagram that compares a classifier's confidence with its accuracy. The sentiment app
-(`attnlab.views.app`) uses the pooling head.
+all-MiniLM-L6-v2 (`attnlab.pretrained.minilm`) and an attention-pooling head on its token states
+(`core.models.AttentionPooling`), what the encoder's heads attend to, two interventions on one
+token's role as a key, and the reliability diagram that compares a classifier's confidence with its
+accuracy. The sentiment app (`attnlab.views.app`) uses the pooling head.
 """
 from __future__ import annotations
 
