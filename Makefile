@@ -163,8 +163,8 @@ bench: $(BENCH)/.installed dev  ## each benchmark in benchmarks/ once, on one th
 	$(BENCH)/bin/python benchmarks/sentiment_app.py
 	$(BIN)/python benchmarks/web_app.py
 
-# The sentiment app as a web app (attnlab.web, gradio: requirements-dev.txt has it). The models
-# are loaded from the app's cache (attnlab.app.cache_dir()), or trained once before it serves.
+# The sentiment app as a web app (attnlab.views.web, gradio: requirements-dev.txt has it). The models
+# are loaded from the app's cache (attnlab.views.app.cache_dir()), or trained once before it serves.
 APP_PORT ?= 7860
 app: dev            ## the sentiment app as a web page on http://127.0.0.1:7860 (APP_PORT=...), what the Space runs
 	GRADIO_SERVER_NAME=127.0.0.1 GRADIO_SERVER_PORT=$(APP_PORT) GRADIO_ANALYTICS_ENABLED=False \

@@ -4,18 +4,18 @@ The names below are the public API that code outside this repository calls (CONT
 lists them with their shapes); everything else is free to change. Importing attnlab never
 touches the network and never imports Keras: the assets and Keras are loaded on first use.
 """
-from .app import SentimentApp
-from .attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
-from .blocks import DecoderBlock, EncoderBlock, PositionalEncoding
-from .data import load_fashion_mnist
-from .embeddings import embed_images
-from .generation import sample_next
-from .hooks import attention_maps, run_with_maps
-from .minilm import load_minilm
-from .models import TinyTransformer
-from .probes import uniform_attention
-from .repro import seed_everything, seed_of
-from .rope import rotary
+from .core.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from .core.blocks import DecoderBlock, EncoderBlock, PositionalEncoding
+from .core.generation import sample_next
+from .core.hooks import attention_maps, run_with_maps
+from .core.interventions import uniform_attention
+from .core.models import TinyTransformer
+from .core.rope import rotary
+from .lessons.data import load_fashion_mnist
+from .plumbing.repro import seed_everything, seed_of
+from .pretrained.embeddings import embed_images
+from .pretrained.minilm import load_minilm
+from .views.app import SentimentApp
 
 __version__ = "0.1.0"
 

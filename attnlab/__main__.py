@@ -1,6 +1,6 @@
-"""`python -m attnlab fetch | doctor` (see attnlab.cli)."""
+"""`python -m attnlab fetch | doctor` (see attnlab.plumbing.cli)."""
 import sys
 
-from .cli import main
+from .plumbing.cli import main
 
 sys.exit(main())

@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/attention_cost.py [--lengths 256 512 1024 2048] [--clock wall]
 
 1. attnlab's written-out attention, PyTorch's fused kernel and attnlab's block-by-block online
-   softmax (`attnlab.online_softmax`), same inputs: median forward time and peak memory for each
-   sequence length T, then the log-log slope of each column (2 means the cost grows as T²);
+   softmax (`attnlab.core.online_softmax`), same inputs: median forward time and peak memory for
+   each sequence length T, then the log-log slope of each column (2 means the cost grows as T²);
 2. one decoding step of a self-attention layer at position t, with a KV cache
-   (`attnlab.kv_cache.decode_step`) and without (`recompute_step`): time, counted FLOPs and the
+   (`attnlab.core.kv_cache.decode_step`) and without (`recompute_step`): time, counted FLOPs and the
    speed-up;
 3. one cached decoding step at a long context with 1, n/4 and n key/value heads (grouped-query
    attention): the cache's size, the step's FLOPs, its own peak memory and its time.
@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import cost, kv_cache, online_softmax
+from attnlab.core import kv_cache, online_softmax
+from attnlab.lessons import cost
 
 
 def attention_forms(lengths, heads, d_head, repeats, clock, block_size):

@@ -1,7 +1,7 @@
 """How fast does attnlab.embed_images embed Fashion-MNIST, against plain Keras?
 
 Baseline: Keras resize + preprocess_input + MobileNetV2.predict(batch_size=32) (channels-last,
-BatchNorm as separate ops), as `attnlab.embeddings.embed_images_keras` does it. Ours:
+BatchNorm as separate ops), as `attnlab.pretrained.embeddings.embed_images_keras` does it. Ours:
 `attnlab.embed_images` (BatchNorm folded into the convolutions, in-place ReLU6, channels-last
 torch tensors, inference mode). Both run here, in one process, on one thread (as the notebooks
 do), on the same images; each is timed as the best of --repeats runs after a warm-up, and the
@@ -31,7 +31,7 @@ from torch.profiler import ProfilerActivity  # noqa: E402
 from torch.profiler import profile as torch_profile  # noqa: E402
 
 import attnlab  # noqa: E402
-from attnlab import embeddings  # noqa: E402
+from attnlab.pretrained import embeddings  # noqa: E402
 
 
 def best_time(fn, repeats: int) -> tuple[float, np.ndarray]:

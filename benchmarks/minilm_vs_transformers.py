@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 import attnlab
-from attnlab.minilm import model_files
+from attnlab.pretrained.minilm import model_files
 
 try:  # the baseline lives in .venv-bench only (benchmarks/requirements.txt), never in the locks
     import transformers

@@ -1,11 +1,11 @@
 """What does parallel_map save a student? The series' multi-seed cells, in turn and side by side.
 
 Baseline: the calls one after another in this process (ATTNLAB_WORKERS=1, as a 1-core machine
-or macOS runs them). Ours: `attnlab.parallel.parallel_map` with every core this process may use.
-Both run here, in one process, on one torch thread each, on the same calls; the results are
-checked to be the same bits. The workloads are the slow cells of notebooks 03, 05 and 09: four
-more seeds of 03's classifier, 05's MobileNetV2 embeddings of 1,000 images, and 09's two- and
-one-layer models for seeds 1 and 2.
+or macOS runs them). Ours: `attnlab.plumbing.parallel.parallel_map` with every core this process may
+use. Both run here, in one process, on one torch thread each, on the same calls; the results are
+checked to be the same bits. The workloads are the slow cells of notebooks 03, 05 and 09: four more
+seeds of 03's classifier, 05's MobileNetV2 embeddings of 1,000 images, and 09's two- and one-layer
+models for seeds 1 and 2.
 
     python benchmarks/parallel_trainings.py
 """
@@ -20,7 +20,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import attnlab  # noqa: E402
-from attnlab import data, induction, parallel, train  # noqa: E402
+from attnlab.lessons import classifier, data, induction  # noqa: E402
+from attnlab.plumbing import parallel  # noqa: E402
 
 
 def same(a, b) -> bool:
@@ -51,11 +52,11 @@ def main() -> None:
     attnlab.seed_everything(0)
     images = data.load_fashion_mnist()[1][0][:1000]  # (1000, 28, 28) test images
     attnlab.embed_images(images[:32])  # the network built and folded once, before either timing
-    train.train_classifier("bag", "none", epochs=1)  # the first Adam step's imports, likewise
+    classifier.train_classifier("bag", "none", epochs=1)  # the first Adam step's imports, likewise
     cores = str(len(os.sched_getaffinity(0)))
     workloads = {
         "03: train_classifier, seeds 1-4": lambda: parallel.parallel_map(
-            lambda s: train.train_classifier(seed=s), range(1, 5)),
+            lambda s: classifier.train_classifier(seed=s), range(1, 5)),
         "05: embed_images, 1,000 images": lambda: attnlab.embed_images(images),
         "09: 2- and 1-layer models, seeds 1-2": lambda: parallel.parallel_map(
             lambda run: induction.train_induction(n_layers=run[0], seed=run[1]),

@@ -1,4 +1,4 @@
-"""How long the web app (attnlab.web, `make app`) makes a visitor wait, per request.
+"""How long the web app (attnlab.views.web, `make app`) makes a visitor wait, per request.
 
 The page is served by Gradio in this process on a free port of 127.0.0.1 and called over HTTP
 through gradio_client, one request at a time, as a browser's request travels (queue, JSON,
@@ -19,7 +19,7 @@ import torch
 from gradio_client import Client
 
 import attnlab
-from attnlab import web
+from attnlab.views import web
 
 TEXTS = {
     "short review": "The acting was superb, but the plot dragged in the middle.",

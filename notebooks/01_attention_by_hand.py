@@ -34,11 +34,11 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
-from attnlab import diagrams
 from attnlab.exercises import ex01
-from attnlab.plots import attention_heatmap, head_grid, show_figure
-from attnlab.report import fmt
-from attnlab.widgets import AttentionPlayground
+from attnlab.plumbing.report import fmt
+from attnlab.views import diagrams
+from attnlab.views.plots import attention_heatmap, head_grid, show_figure
+from attnlab.views.widgets import AttentionPlayground
 
 attnlab.seed_everything(0)
 

@@ -38,12 +38,12 @@ import torch
 from torch import nn
 
 import attnlab
-from attnlab import scaling
-from attnlab.attention import causal_mask
+from attnlab.core.attention import causal_mask
 from attnlab.exercises import ex02
-from attnlab.plots import against_d_k, show_figure
-from attnlab.report import fmt
-from attnlab.widgets import SoftmaxScaleExplorer
+from attnlab.lessons import scaling
+from attnlab.plumbing.report import fmt
+from attnlab.views.plots import against_d_k, show_figure
+from attnlab.views.widgets import SoftmaxScaleExplorer
 
 attnlab.seed_everything(0)
 d_ks = np.array(scaling.DEFAULT_D_KS)
@@ -68,7 +68,7 @@ guess = 16.0  # d_k independent terms of variance 1: variance d_k, std sqrt(d_k)
 ### END SOLUTION
 
 # %% [markdown]
-# Measured over 4000 random pairs per $d_k$ (the measurements live in `attnlab.scaling`):
+# Measured over 4000 random pairs per $d_k$ (the measurements live in `attnlab.lessons.scaling`):
 
 # %%
 std = scaling.dot_product_std(d_ks, n_samples=4000, seed=0)

@@ -38,16 +38,19 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import diagrams, probes, scaling
-from attnlab.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
+from attnlab.core import hooks, interventions
+from attnlab.core.measures import target_scores
+from attnlab.core.models import TinyTransformer, encoder_replaced
+from attnlab.core.recipes import TINY
+from attnlab.core.training import evaluate
 from attnlab.exercises import ex03
-from attnlab.models import TinyTransformer, encoder_replaced
-from attnlab.parallel import parallel_map
-from attnlab.plots import accuracy_curves, attention_heatmap, show_figure
-from attnlab.probes import target_scores
-from attnlab.recipes import TINY
-from attnlab.report import fmt
-from attnlab.train import evaluate, fit_classifier, initial_model, train_classifier
+from attnlab.lessons import scaling
+from attnlab.lessons.classifier import fit_classifier, initial_model, train_classifier
+from attnlab.lessons.data import LABELS, NEGATIVE, POSITIVE, Vocab, make_contrast_reviews
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.views import diagrams
+from attnlab.views.plots import accuracy_curves, attention_heatmap, show_figure
 
 attnlab.seed_everything(0)
 
@@ -204,7 +207,7 @@ assert test_acc[-1] >= 0.95 and max(test_acc[:2]) < 0.6
 
 # %% [markdown]
 # Two or three epochs near chance, then the test accuracy climbs to the last value above.
-# `attnlab.train.train_classifier()` is this loop with the library's block; with no arguments it
+# `attnlab.lessons.classifier.train_classifier()` is this loop with the library's block; with no arguments it
 # trains exactly this model, bit for bit.
 
 # %% tags=["hide-input"]
@@ -262,7 +265,7 @@ guess = 0.5
 
 # %%
 accuracy = evaluate(model, x_test, y_test)[1]
-with probes.hooked((model.blocks[0].attn.hook_scores, make_uniform)):  # your uniform attention
+with hooks.hooked((model.blocks[0].attn.hook_scores, make_uniform)):  # your uniform attention
     uniform_accuracy = evaluate(model, x_test, y_test)[1]
 print(f"test accuracy: {fmt(accuracy, 3)} trained, {fmt(uniform_accuracy, 3)} with uniform "
       "attention")
@@ -390,7 +393,7 @@ print(f"base rate (a random real token): {fmt(scores['but']['base_rate'], 3)}")
 
 # %% tags=["remove-cell"]
 decisive, first_word = scores["decisive word"], scores["first word"]
-assert torch.allclose(received, attnlab.probes.attention_received(weights, real))
+assert torch.allclose(received, attnlab.core.measures.attention_received(weights, real))
 assert sentiment_score.max() > 2.0, "some head reads a sentiment word at twice uniform"
 assert (scores["but"]["times_uniform"] < 2.0).all()
 assert decisive["hit_rate"].max() > 2 * decisive["base_rate"]
@@ -478,7 +481,7 @@ assert max(weakest) - min(weakest) > 0.1, "one head matters more in some models 
 #
 # Two ways to take a word out of attention:
 #
-# - **hide** it (`probes.hide_key`): no query may attend to it; its score is masked before the
+# - **hide** it (`interventions.hide_key`): no query may attend to it; its score is masked before the
 #   softmax like padding, so its weight goes to the other tokens;
 # - **zero its column after the softmax**: every query's weight on it becomes 0, given to nobody
 #   (rows sum to less than 1). This equals zeroing its value vector: what a word gives through
@@ -516,7 +519,7 @@ zero_column = ex03.zero_column(my_zero_column)
 def edited_logits(model, x, edit):
     """model(x) with `edit` applied to the block's attention weights (B, H, T, T) between the
     softmax and the values, at the attention's `hook_weights` point."""
-    with probes.hooked((model.blocks[0].attn.hook_weights, edit)):
+    with hooks.hooked((model.blocks[0].attn.hook_weights, edit)):
         return model(x)  # (B, 2)
 
 
@@ -528,7 +531,7 @@ def edited_logits(model, x, edit):
 def hidden_accuracy(where):
     hidden = torch.zeros_like(x_test, dtype=torch.bool)  # (400, T)
     hidden[rows, where] = True  # no query may attend to this word
-    with probes.hide_key(model, keys=hidden):
+    with interventions.hide_key(model, keys=hidden):
         return (model.predict_proba(x_test).argmax(-1) == y_test).double().mean().item()
 
 
@@ -579,7 +582,7 @@ def but_hidden(net, x, y):
     for name, position in where.items():
         hidden = torch.zeros_like(x, dtype=torch.bool)  # (N, T)
         hidden[torch.arange(len(x)), position] = True
-        with probes.hide_key(net, keys=hidden):
+        with interventions.hide_key(net, keys=hidden):
             accuracy[name] = (net.predict_proba(x).argmax(-1) == y).double().mean().item()
     return accuracy["but"], min(accuracy["first"], accuracy["decisive"])
 

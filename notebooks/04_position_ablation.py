@@ -34,9 +34,14 @@ import torch
 from IPython.display import display
 
 import attnlab
-from attnlab.attention import MultiHeadAttention
-from attnlab.blocks import sinusoidal_table
-from attnlab.data import (
+from attnlab.core.attention import MultiHeadAttention
+from attnlab.core.blocks import sinusoidal_table
+from attnlab.core.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
+from attnlab.core.recipes import TINY
+from attnlab.core.training import evaluate
+from attnlab.exercises import ex04
+from attnlab.lessons.classifier import fit_classifier, initial_model, task_reviews, train_classifier
+from attnlab.lessons.data import (
     LABELS,
     MAX_LEN,
     NEGATIVE,
@@ -45,20 +50,10 @@ from attnlab.data import (
     make_contrast_reviews,
     make_reviews,
 )
-from attnlab.exercises import ex04
-from attnlab.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
-from attnlab.parallel import parallel_map
-from attnlab.plots import accuracy_curves, show_figure
-from attnlab.recipes import TINY
-from attnlab.report import fmt
-from attnlab.train import (
-    evaluate,
-    fit_classifier,
-    initial_model,
-    task_reviews,
-    train_classifier,
-)
-from attnlab.widgets import PredictionComparison
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.views.plots import accuracy_curves, show_figure
+from attnlab.views.widgets import PredictionComparison
 
 attnlab.seed_everything(0)
 vocab = Vocab.for_reviews()

@@ -35,14 +35,14 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import retrieval, sets
-from attnlab.embeddings import mobilenet_v2, pixel_features, preprocess
+from attnlab.core.measures import target_roles
 from attnlab.exercises import ex05
-from attnlab.parallel import parallel_map
-from attnlab.plots import BLUE, VERMILION, attention_heatmap, show_figure
-from attnlab.probes import target_roles
-from attnlab.report import fmt
-from attnlab.retrieval import CLASS_NAMES
+from attnlab.lessons import retrieval, sets
+from attnlab.lessons.retrieval import CLASS_NAMES
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.pretrained.embeddings import mobilenet_v2, pixel_features, preprocess
+from attnlab.views.plots import BLUE, VERMILION, attention_heatmap, show_figure
 
 attnlab.seed_everything(0)
 
@@ -325,7 +325,7 @@ def show_sets(rows, images, members, odd):
 show_sets([0, 1, 2], x_test, test_sets, test_odd)
 
 # %% [markdown]
-# **The model** (`attnlab.sets.OddOneOut`): a LayerNorm without parameters puts each image's
+# **The model** (`attnlab.core.models.OddOneOut`): a LayerNorm without parameters puts each image's
 # features on one scale (pixels reach 255, embeddings 6); a fixed projection onto their 64
 # **main directions** (the training images' principal components) and a linear layer bring them
 # to 32 numbers; then **one `EncoderBlock`** (4 heads, no positional encoding; every image
@@ -520,7 +520,7 @@ def my_target_roles(weights, odd):
 roles = ex05.target_roles(my_target_roles)
 
 # %% [markdown]
-# `attnlab.probes.target_roles` adds the **hit rate**, how often the odd image is the one the
+# `attnlab.core.measures.target_roles` adds the **hit rate**, how often the odd image is the one the
 # others attend to most (a head picking at random scores the base rate, 1 in 10), and, for
 # comparison, the majority images' weight on *themselves*.
 

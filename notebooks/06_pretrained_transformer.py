@@ -35,22 +35,23 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
-from attnlab import data
-from attnlab.app import EXAMPLE_REVIEW, TINY_RECIPE, SentimentApp
+from attnlab.core.recipes import HEAD
+from attnlab.core.training import evaluate
 from attnlab.exercises import ex06
-from attnlab.minilm import model_files
-from attnlab.parallel import parallel_map
-from attnlab.plots import BLUE, ORANGE, attention_heatmap, layer_head_grid, show_figure
-from attnlab.recipes import HEAD
-from attnlab.report import fmt
-from attnlab.sentiment import (
+from attnlab.lessons import data
+from attnlab.lessons.classifier import initial_model, task_reviews, train_classifier
+from attnlab.lessons.sentiment import (
     attention_patterns,
     encode_without_key,
     fit_head,
     pooling_reviews,
     token_states,
 )
-from attnlab.train import evaluate, initial_model, task_reviews, train_classifier
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.pretrained.minilm import model_files
+from attnlab.views.app import EXAMPLE_REVIEW, TINY_RECIPE, SentimentApp
+from attnlab.views.plots import BLUE, ORANGE, attention_heatmap, layer_head_grid, show_figure
 
 attnlab.seed_everything(0)
 

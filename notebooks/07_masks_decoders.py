@@ -30,30 +30,28 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import diagrams
-from attnlab.blocks import DecoderBlock
+from attnlab.core.blocks import DecoderBlock
+from attnlab.core.generation import beam_search, distinct_outputs, generate, sequence_logprob
+from attnlab.core.interventions import hide_key
+from attnlab.core.measures import alignment_share, pointing_scores
+from attnlab.core.models import DecoderOnly
+from attnlab.core.recipes import SORTER
+from attnlab.core.training import fit
 from attnlab.exercises import ex07
-from attnlab.generation import (
+from attnlab.lessons.decoders import (
     LENGTH,
-    beam_search,
-    distinct_outputs,
     evaluate_sorter,
-    generate,
     loss_floor,
     reverse_task,
-    sequence_logprob,
     show,
     sort_task,
     train_reverser,
     train_sorter,
 )
-from attnlab.models import DecoderOnly
-from attnlab.parallel import parallel_map
-from attnlab.plots import attention_heatmap, mean_spread_bars, show_figure
-from attnlab.probes import alignment_share, hide_key, pointing_scores
-from attnlab.recipes import SORTER
-from attnlab.report import fmt
-from attnlab.train import fit
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.views import diagrams
+from attnlab.views.plots import attention_heatmap, mean_spread_bars, show_figure
 
 attnlab.seed_everything(0)
 
@@ -233,8 +231,8 @@ def my_next_token_loss(model, seqs):
 next_token_loss = ex07.next_token_loss(my_next_token_loss)
 
 # %% [markdown]
-# `train_sorter` trains with these lines (`attnlab.generation.next_token_loss`) through
-# `attnlab.train.fit`.
+# `train_sorter` trains with these lines (`attnlab.core.generation.next_token_loss`) through
+# `attnlab.core.training.fit`.
 
 # %% [markdown]
 # ## 4 · The leak: one model, trained with and without the mask
@@ -477,7 +475,7 @@ print("output", tuple(out.shape), " weights", tuple(w.shape))
 # The sorter, decoder-only, skips the middle line.
 #
 # **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
-# `attnlab.blocks.DecoderBlock`, with parts `block.self_attn`, `block.cross_attn` (both
+# `attnlab.core.blocks.DecoderBlock`, with parts `block.self_attn`, `block.cross_attn` (both
 # `MultiHeadAttention`, returning (output, weights)), `block.ff`, `block.norm1`, `norm2` and
 # `norm3`. `context` is None without cross-attention.
 #
@@ -660,7 +658,7 @@ assert (post - x).abs().max() > 1 and abs(post.std() - 1) < 0.05, "post-norm: no
 #
 # A next-token model becomes a generator with a loop: score the next token, pick one, append it,
 # repeat. *Greedy* decoding (section 4) picks the most likely token every time. Here is the
-# whole loop, run on the prompts of all 500 test sequences (`attnlab.generation.generate` is the
+# whole loop, run on the prompts of all 500 test sequences (`attnlab.core.generation.generate` is the
 # same loop).
 
 # %%
@@ -828,7 +826,7 @@ top_p = ex07.top_p_filter(my_top_p)
 
 # %% [markdown]
 # `attnlab.sample_next` divides by the temperature, filters with
-# `attnlab.generation.filter_logits` (top-k, then top-p, as written above) and draws. Next, the
+# `attnlab.core.generation.filter_logits` (top-k, then top-p, as written above) and draws. Next, the
 # sorter samples its answer 10 times for each of 200 test prompts, at several temperatures.
 #
 # **Predict first.** At temperature 0.1 and at temperature 10: what share of the sorted digits

@@ -38,11 +38,13 @@ from matplotlib.ticker import NullLocator
 from torch import nn
 
 import attnlab
-from attnlab import cost, diagrams, kv_cache, online_softmax
-from attnlab.attention import merge_heads
+from attnlab.core import kv_cache, online_softmax
+from attnlab.core.attention import merge_heads
 from attnlab.exercises import ex08
-from attnlab.plots import show_figure
-from attnlab.report import fmt
+from attnlab.lessons import cost
+from attnlab.plumbing.report import fmt
+from attnlab.views import diagrams
+from attnlab.views.plots import show_figure
 
 attnlab.seed_everything(0)
 

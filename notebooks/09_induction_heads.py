@@ -34,17 +34,17 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
-from attnlab import diagrams, probes
+from attnlab.core import interventions, measures
+from attnlab.core.generation import token_losses
+from attnlab.core.models import AttentionOnly, AttentionOnlyLayer
+from attnlab.core.recipes import INDUCTION
 from attnlab.exercises import ex09
-from attnlab.generation import token_losses
-from attnlab.induction import (
+from attnlab.lessons.induction import (
     LENGTH,
     N_TEST,
     REPEAT,
     TEST_SEED,
     VOCAB,
-    AttentionOnly,
-    AttentionOnlyLayer,
     drop_step,
     evaluate,
     repeat_task,
@@ -52,10 +52,10 @@ from attnlab.induction import (
     smooth,
     train_induction,
 )
-from attnlab.parallel import parallel_map
-from attnlab.plots import BLUE, ORANGE, VERMILION, attention_heatmap, show_figure
-from attnlab.recipes import INDUCTION
-from attnlab.report import fmt
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.views import diagrams
+from attnlab.views.plots import BLUE, ORANGE, VERMILION, attention_heatmap, show_figure
 
 attnlab.seed_everything(0)
 
@@ -117,7 +117,7 @@ mine.load_state_dict(theirs.state_dict())
 x = torch.randn(4, LENGTH, 32)  # (B, T, d_model)
 (out, (w,)), (out_theirs, (w_theirs,)) = attnlab.run_with_maps(mine, x), attnlab.run_with_maps(theirs, x)
 same = torch.equal(out, out_theirs) and torch.equal(w, w_theirs)
-print("same output and weights as attnlab.induction.AttentionOnlyLayer:", same)
+print("same output and weights as attnlab.core.models.AttentionOnlyLayer:", same)
 
 # %% tags=["remove-cell"]
 assert same
@@ -128,7 +128,7 @@ assert same
 
 # %%
 for n_layers in (1, 2):
-    model = AttentionOnly(n_layers=n_layers)
+    model = AttentionOnly(VOCAB, LENGTH, n_layers=n_layers)
     print(f"{n_layers} layer{'s' if n_layers > 1 else ' '}: "
           f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
@@ -405,9 +405,9 @@ def previous_token_score(weights):
 
 maps = {"2 layers": attnlab.attention_maps(two.model, test.tokens),  # [(500, 2, 24, 24)] per layer
         "1 layer": attnlab.attention_maps(one.model, test.tokens)}
-same = all(torch.equal(previous_token_score(w), probes.previous_token_score(w))
+same = all(torch.equal(previous_token_score(w), measures.previous_token_score(w))
            for m in maps.values() for w in m)
-print("equal to attnlab.probes.previous_token_score on every layer:", same)
+print("equal to attnlab.core.measures.previous_token_score on every layer:", same)
 
 # %% tags=["remove-cell"]
 assert same
@@ -506,7 +506,7 @@ print(f"\nbest induction score of the two-layer model: layer 1 {fmt(best[1], 3)}
 (prev_one, ind_one), = scores["1 layer"]
 prev_head, ind_head = int(prev_1.argmax()), int(ind_2.argmax())
 assert best[2] >= 0.5, "done when: the best layer-2 induction score is at least 0.5"
-assert torch.allclose(ind_2, probes.induction_score(maps["2 layers"][1], test.tokens))
+assert torch.allclose(ind_2, measures.induction_score(maps["2 layers"][1], test.tokens))
 # 20 series seeds: the previous-token head at 4.3-5.6 times uniform, the other at 0.39-2.21
 assert prev_1[prev_head] > 3 * level[0][0] and prev_1[1 - prev_head] < 3 * level[0][0]
 assert (ind_2 > 5 * level[1][0]).all(), "both layer-2 heads are induction heads"
@@ -573,7 +573,7 @@ assert early > 0.5 and late < 0.15 and early > 4 * late
 # Take away one head's job at a time and measure again: in layer 1, the previous-token head
 # (highest previous-token score) or the other; in layer 2, the best induction head (highest
 # induction score) or the other. Two ways: `attnlab.uniform_attention(layer.attn, heads=[h])`
-# makes the head look at every earlier token alike; `probes.zero_heads(layer.attn, [h])`
+# makes the head look at every earlier token alike; `interventions.zero_heads(layer.attn, [h])`
 # removes its output.
 
 # %% slideshow={"slide_type": "subslide"}
@@ -586,7 +586,7 @@ for name, (layer, heads) in roles.items():
     attn = model.layers[layer].attn
     with attnlab.uniform_attention(attn, heads=heads):
         uniform_loss = evaluate(model, test)["repeated"]
-    with probes.zero_heads(attn, heads):
+    with interventions.zero_heads(attn, heads):
         zeroed = evaluate(model, test)
     ablations[name] = (uniform_loss, zeroed["repeated"], zeroed["random"])
 print(f"{'loss (nats) on':28} {'repeated tokens':>17}  {'random tokens':>13}")

@@ -39,16 +39,17 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnlab
-from attnlab import gguf, kv_cache, llama, probes
-from attnlab.attention import causal_mask
-from attnlab.cost import measure_times, process_peak_memory
+from attnlab.core import interventions, kv_cache, measures
+from attnlab.core.attention import causal_mask
+from attnlab.core.generation import generate
+from attnlab.core.rope import rotary
 from attnlab.exercises import ex10
-from attnlab.generation import generate
-from attnlab.parallel import parallel_map
-from attnlab.plots import show_figure
-from attnlab.report import fmt
-from attnlab.rope import rotary
-from attnlab.widgets import NextTokenExplorer
+from attnlab.lessons.cost import measure_times, process_peak_memory
+from attnlab.plumbing.parallel import parallel_map
+from attnlab.plumbing.report import fmt
+from attnlab.pretrained import gguf, llama
+from attnlab.views.plots import show_figure
+from attnlab.views.widgets import NextTokenExplorer
 
 attnlab.seed_everything(0)
 
@@ -60,7 +61,7 @@ attnlab.seed_everything(0)
 # bytes.
 
 # %%
-path = attnlab.assets.require(llama.ASSET_NAME)
+path = attnlab.plumbing.assets.require(llama.ASSET_NAME)
 file = gguf.GGUF(path)
 meta = file.metadata
 for key in ("general.name", "llama.block_count", "llama.embedding_length",
@@ -397,15 +398,15 @@ assert first_copy > 10.8 and second_copy < first_copy / 3
 # %% [markdown]
 # Which heads copy? The induction score you wrote in notebook 09 (the mean weight a query puts
 # on the token just *after* the previous occurrence of its own token) is
-# `probes.induction_score`. On the first sequence, all 270 heads (30 layers × 9), beside the
+# `measures.induction_score`. On the first sequence, all 270 heads (30 layers × 9), beside the
 # level of a head that spreads its weight uniformly over the past:
 
 # %%
 one = repeats[:1]  # (1, 101)
-ind = torch.stack([probes.induction_score(w, one)
+ind = torch.stack([measures.induction_score(w, one)
                    for w in attnlab.attention_maps(model, one)])  # (30, 9)
 causal = torch.ones(101, 101).tril()  # (T, T)
-uniform = probes.induction_score((causal / causal.sum(-1, keepdim=True))[None, None], one)
+uniform = measures.induction_score((causal / causal.sum(-1, keepdim=True))[None, None], one)
 print(f"uniform level {fmt(uniform.item(), 4)}; heads above 0.3: {int((ind > 0.3).sum())}")
 
 # %% tags=["hide-input"]
@@ -561,13 +562,13 @@ assert first.mean() > 5 * level and (first > 0.3).sum() > 100
 # More than a third of the heads put over 0.3 of their weight on the first token, whatever it
 # is, several times the uniform level: an **attention sink**. Softmax must give its weight
 # somewhere; a head with nothing useful to read leaves it on a token it can always see. What
-# does that weight do? Hide position 0 from every head (`attnlab.probes.hide_key`, notebook 07)
+# does that weight do? Hide position 0 from every head (`attnlab.core.interventions.hide_key`, notebook 07)
 # and measure the paragraph's tokens after the first:
 
 # %%
 attns = [block.attn for block in model.blocks]
 plain = llama.measure(model, text, scores=False)["losses"][:, 1:].mean().item()
-with probes.hide_key(*attns, position=0):
+with interventions.hide_key(*attns, position=0):
     hidden = llama.measure(model, text, scores=False)["losses"][:, 1:].mean().item()
 print(f"paragraph loss {fmt(plain, 2)} nats; without position 0 in any head {fmt(hidden, 2)}")
 

@@ -25,8 +25,8 @@ import torch  # noqa: E402
 from helpers import need  # noqa: E402
 
 import attnlab.exercises  # noqa: E402
-from attnlab import assets  # noqa: E402
-from attnlab.minilm import load_minilm  # noqa: E402
+from attnlab.plumbing import assets  # noqa: E402
+from attnlab.pretrained.minilm import load_minilm  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -35,8 +35,9 @@ STUDENT_NOTEBOOK = re.compile(r"[0-9][0-9]_.*\.ipynb")
 
 @pytest.fixture
 def no_network(monkeypatch):
-    """A download (attnlab.assets._download) or a socket connection fails the test. pytest.fail
-    is not an Exception, so no `except Exception` in attnlab can turn it into a message."""
+    """A download (attnlab.plumbing.assets._download) or a socket connection fails the test.
+    pytest.fail is not an Exception, so no `except Exception` in attnlab can turn it into a
+    message."""
     monkeypatch.setattr(assets, "_download",
                         lambda asset: pytest.fail(f"test tried to download {asset.name}"))
     monkeypatch.setattr(socket.socket, "connect",
@@ -58,7 +59,8 @@ def short_time_limit(monkeypatch):
 
 @pytest.fixture(scope="session")
 def minilm():
-    """all-MiniLM-L6-v2 (attnlab.minilm), loaded once per worker; skipped where it is absent."""
+    """all-MiniLM-L6-v2 (attnlab.pretrained.minilm), loaded once per worker; skipped where it is
+    absent."""
     need("minilm/model.safetensors", "minilm/vocab.txt", "minilm/config.json")
     return load_minilm()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlab import assets
 from attnlab.classroom.student import BEGIN, MARKER
+from attnlab.plumbing import assets
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_ASSETS = ROOT.parent / "shared" / "assets"  # the assets beside the repository, if any

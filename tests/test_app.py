@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import attnlab
-from attnlab import app as app_module
-from attnlab import data, recipes
-from attnlab.sentiment import token_states
-from attnlab.train import evaluate
+from attnlab.core import recipes
+from attnlab.core.training import evaluate
+from attnlab.lessons import data
+from attnlab.lessons.sentiment import token_states
+from attnlab.views import app as app_module
 
 # The app builds (trains) its default models from nothing first: make test-all.
 pytestmark = pytest.mark.integration

@@ -1,6 +1,6 @@
-"""attnlab.assets: every place an asset is looked for, in order; damaged, truncated and absent
-files; the error message; the per-process hash cache; the IDX reader. Never touches the network:
-the downloader and socket connections are replaced by functions that fail the test."""
+"""attnlab.plumbing.assets: every place an asset is looked for, in order; damaged, truncated and
+absent files; the error message; the per-process hash cache; the IDX reader. Never touches the
+network: the downloader and socket connections are replaced by functions that fail the test."""
 import gzip
 import hashlib
 import importlib.util
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers import ROOT, SHARED_ASSETS, use_shared_assets
 
-from attnlab import assets
-from attnlab.assets import Asset, AssetError
+from attnlab.plumbing import assets
+from attnlab.plumbing.assets import Asset, AssetError
 
 
 def idx_bytes(array: np.ndarray) -> bytes:

@@ -1,5 +1,6 @@
-"""attnlab.attention against PyTorch's own implementations (attention, multi-head, grouped-query),
-rotary positions, the head split, the uniform-attention ablation, and the documented edge cases."""
+"""attnlab.core.attention against PyTorch's own implementations (attention, multi-head,
+grouped-query), rotary positions, the head split, the uniform-attention ablation, and the documented
+edge cases."""
 import math
 import re
 
@@ -9,8 +10,9 @@ import torch.nn.functional as F
 from helpers import copy_into_torch_mha, raises_each, rand
 
 import attnlab
-from attnlab import cost, probes
-from attnlab.attention import MultiHeadAttention, merge_heads, split_heads
+from attnlab.core import hooks
+from attnlab.core.attention import MultiHeadAttention, merge_heads, split_heads
+from attnlab.lessons import cost
 
 sdpa = attnlab.scaled_dot_product_attention
 
@@ -331,7 +333,7 @@ def test_each_hook_point_sees_its_tensor_with_grouped_heads_as_documented():
         return lambda t: seen.setdefault(name, t)
 
     points = ("values", "mask", "scores", "weights", "heads")
-    with probes.hooked(*((getattr(attn, f"hook_{n}"), keep(n)) for n in points)):
+    with hooks.hooked(*((getattr(attn, f"hook_{n}"), keep(n)) for n in points)):
         again, weights_again = attn(x, attnlab.causal_mask(5))
     assert torch.equal(again, out) and torch.equal(weights_again, weights)  # reading: no change
     assert seen["values"].shape == (2, 2, 5, 2)  # (B, H_kv, S, D)
@@ -351,13 +353,13 @@ def test_a_replaced_tensor_flows_on_and_the_mask_point_gets_a_mask_where_there_w
     def only_first_key(w):  # (B, H, T, S): every query reads key 0 alone
         return torch.zeros_like(w).index_fill(-1, torch.tensor([0]), 1.0)
 
-    with probes.hooked((attn.hook_weights, only_first_key)):
+    with hooks.hooked((attn.hook_weights, only_first_key)):
         out, w = attn(x)
     _, _, v = attn.project(x)
     torch.testing.assert_close(out, attn.out(merge_heads(v[:, :, :1].expand(-1, -1, 4, -1))))
     assert torch.equal(w, only_first_key(w))
-    with probes.hooked((attn.hook_mask, lambda m: m & attnlab.causal_mask(4))):
+    with hooks.hooked((attn.hook_mask, lambda m: m & attnlab.causal_mask(4))):
         _, causal = attn(x)  # no mask given: the hook turns all-True into causal
     assert torch.equal(causal, attn(x, attnlab.causal_mask(4))[1])
-    with pytest.raises(TypeError, match="hook point"), probes.hooked((attn.q, abs)):
+    with pytest.raises(TypeError, match="hook point"), hooks.hooked((attn.q, abs)):
         pass

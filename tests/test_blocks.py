@@ -1,5 +1,5 @@
-"""attnlab.blocks against PyTorch's Transformer layers, post-norm and pre-norm; the promises of a
-block (permutation equivariance without a mask, no output depending on a later token under the
+"""attnlab.core.blocks against PyTorch's Transformer layers, post-norm and pre-norm; the promises of
+a block (permutation equivariance without a mask, no output depending on a later token under the
 causal mask); positional encodings."""
 import math
 
@@ -7,7 +7,7 @@ import torch
 from helpers import copy_into_torch_mha, raises_each, rand
 
 import attnlab
-from attnlab.blocks import DecoderBlock, EncoderBlock, PositionalEncoding, sinusoidal_table
+from attnlab.core.blocks import DecoderBlock, EncoderBlock, PositionalEncoding, sinusoidal_table
 
 
 def test_encoder_block_matches_torch_layer_post_and_pre_norm():

@@ -157,8 +157,9 @@ def lab(tmp_path_factory):
     nbformat.write(app, root / APP_NOTEBOOK)
     # Every kind of widget the series shows, built cheaply (untrained models, made-up logits):
     # their controls are checked for names a screen reader announces.
-    source = ("import torch\nfrom attnlab.data import Vocab\nfrom attnlab.models import "
-              "TinyTransformer\nfrom attnlab.widgets import AttentionPlayground, "
+    source = ("import torch\nfrom attnlab.lessons.data import Vocab\n"
+              "from attnlab.core.models import "
+              "TinyTransformer\nfrom attnlab.views.widgets import AttentionPlayground, "
               "NextTokenExplorer, PredictionComparison, SoftmaxScaleExplorer\n"
               "torch.manual_seed(0)\nvocab = Vocab.for_reviews()\n"
               "display(AttentionPlayground(torch.eye(3), torch.eye(3)))\n"

@@ -1,11 +1,12 @@
-"""attnlab.checks: the one rule every public function's argument checks follow. A wrong type is
-a TypeError, a wrong value a ValueError; the message names the argument, what was given (short,
-even for a huge value) and what is expected; the value comes back converted where harmless."""
+"""attnlab.plumbing.checks: the one rule every public function's argument checks follow. A wrong
+type is a TypeError, a wrong value a ValueError; the message names the argument, what was given
+(short, even for a huge value) and what is expected; the value comes back converted where
+harmless."""
 import numpy as np
 import torch
 from helpers import raises_each
 
-from attnlab.checks import (
+from attnlab.plumbing.checks import (
     check_bool,
     check_choice,
     check_int,

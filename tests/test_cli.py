@@ -8,8 +8,8 @@ import sys
 import pytest
 from helpers import use_shared_assets
 
-from attnlab import assets, cli
-from attnlab.assets import Asset
+from attnlab.plumbing import assets, cli
+from attnlab.plumbing.assets import Asset
 
 A, B = b"first file" * 100, b"second file" * 100
 FAKE = {a.name: a for a in (

@@ -1,4 +1,4 @@
-"""attnlab.cost: each measuring function checked on cases whose answer is known exactly."""
+"""attnlab.lessons.cost: each measuring function checked on cases whose answer is known exactly."""
 import subprocess
 import sys
 import time
@@ -11,7 +11,8 @@ from helpers import raises_each
 from torch import nn
 
 import attnlab
-from attnlab import cost, report
+from attnlab.lessons import cost
+from attnlab.plumbing import report
 
 
 class CumSum(nn.Module):

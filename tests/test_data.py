@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import raises_each
 
-from attnlab.data import (
+from attnlab.lessons.data import (
     MAX_LEN,
     MIN_LEN,
     NEGATIVE,

@@ -1,4 +1,4 @@
-"""The pictures of ideas (attnlab.diagrams): each one legible on a 1280x720 slide, and shown,
+"""The pictures of ideas (attnlab.views.diagrams): each one legible on a 1280x720 slide, and shown,
 as stored, by the notebook it belongs to."""
 import xml.etree.ElementTree as ET
 
@@ -6,10 +6,10 @@ import nbformat
 import pytest
 from helpers import ROOT
 
-from attnlab import diagrams
+from attnlab.views import diagrams
 
 SVG = "{http://www.w3.org/2000/svg}"
-FOLDER = ROOT / "attnlab" / "diagrams"
+FOLDER = ROOT / "attnlab" / "views" / "diagrams"
 MIN_FONT = 14  # px: the slides' rule for the smallest text of a figure (CONTRIBUTING.md)
 
 

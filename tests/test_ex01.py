@@ -9,7 +9,7 @@ import torch
 from exercise_doubles import expect
 
 import attnlab
-from attnlab import attention as attn
+from attnlab.core import attention as attn
 from attnlab.exercises import ex01
 
 K = ex01.WORKED_KEYS  # (3, 4)

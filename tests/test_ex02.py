@@ -7,7 +7,7 @@ import torch
 from exercise_doubles import expect
 from torch import nn
 
-from attnlab.attention import MultiHeadAttention
+from attnlab.core.attention import MultiHeadAttention
 from attnlab.exercises import ex02
 
 

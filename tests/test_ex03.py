@@ -8,10 +8,10 @@ import pytest
 import torch
 from exercise_doubles import expect
 
-from attnlab import scaling
+from attnlab.core.measures import attention_received
+from attnlab.core.models import encoder_replaced
 from attnlab.exercises import ex03
-from attnlab.models import encoder_replaced
-from attnlab.probes import attention_received
+from attnlab.lessons import scaling
 
 
 def right_encode(model, x):

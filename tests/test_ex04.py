@@ -6,12 +6,12 @@ import math
 import torch
 from exercise_doubles import expect
 
-from attnlab.data import Vocab
+from attnlab.core.models import LEARNED_POSITION_STD
+from attnlab.core.recipes import TINY
 from attnlab.exercises import ex04
-from attnlab.models import LEARNED_POSITION_STD
-from attnlab.recipes import TINY
-from attnlab.repro import seed_of
-from attnlab.train import fit_classifier, initial_model, task_reviews
+from attnlab.lessons.classifier import fit_classifier, initial_model, task_reviews
+from attnlab.lessons.data import Vocab
+from attnlab.plumbing.repro import seed_of
 
 
 def test_contrast_without_positions(capsys):

@@ -59,8 +59,8 @@ def roles(weights, odd):
 
 
 def test_target_roles(capsys):
-    answers = [roles, lambda w, o: (attnlab.probes.target_roles(w, o)["from_others"],
-                                    attnlab.probes.target_roles(w, o)["on_itself"])]
+    answers = [roles, lambda w, o: (attnlab.core.measures.target_roles(w, o)["from_others"],
+                                    attnlab.core.measures.target_roles(w, o)["on_itself"])]
     assert expect(capsys, ex05.target_roles, answers, "✓",
                   "your two scores are attnlab's, per head, on random weights.") == answers
     for answer, words in [

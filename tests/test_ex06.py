@@ -7,9 +7,9 @@ import pytest
 import torch
 from exercise_doubles import expect
 
-from attnlab.attention import scaled_dot_product_attention
+from attnlab.core.attention import scaled_dot_product_attention
 from attnlab.exercises import ex06
-from attnlab.sentiment import encode_without_key, reliability
+from attnlab.lessons.sentiment import encode_without_key, reliability
 
 
 def test_uniform_cosine(capsys):

@@ -5,8 +5,8 @@ import torch.nn.functional as F
 from exercise_doubles import expect
 
 import attnlab
+from attnlab.core.generation import filter_logits
 from attnlab.exercises import ex07
-from attnlab.generation import filter_logits
 
 
 def both(real):  # (B, 1, T, T)

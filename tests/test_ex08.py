@@ -5,8 +5,8 @@ import torch
 from exercise_doubles import expect
 
 import attnlab
-from attnlab import kv_cache, online_softmax
-from attnlab.attention import merge_heads, split_heads
+from attnlab.core import kv_cache, online_softmax
+from attnlab.core.attention import merge_heads, split_heads
 from attnlab.exercises import ex08, grading
 
 # The first torch.broadcast_shapes of a process imports sympy (about a second): done here, so

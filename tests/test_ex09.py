@@ -7,9 +7,9 @@ import pytest
 import torch
 from exercise_doubles import expect
 
-from attnlab import probes
+from attnlab.core import measures
 from attnlab.exercises import ex09
-from attnlab.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
+from attnlab.lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
 
 
 def right(weights, tokens):
@@ -29,12 +29,13 @@ def per_sequence(weights, tokens):  # the mean per sequence, then over sequences
 
 
 def test_induction_score(capsys):
-    answers = [right, per_sequence, probes.induction_score]
+    answers = [right, per_sequence, measures.induction_score]
     assert expect(capsys, ex09.induction_score, answers, "✓",
-                  "induction_score: matches attnlab.probes.induction_score on 2 batches") == answers
+                  "induction_score: matches "
+                  "attnlab.core.measures.induction_score on 2 batches") == answers
     (got,) = expect(capsys, ex09.induction_score, [lambda w, t: right(w, t) * 1.1], "✗",
                     "your score differs from the reference by up to")  # no named mistake
-    assert got is probes.induction_score
+    assert got is measures.induction_score
 
 
 def test_one_layer_loss(capsys):

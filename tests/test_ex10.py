@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from exercise_doubles import expect
 
+from attnlab.core.rope import rotary
 from attnlab.exercises import ex10
-from attnlab.rope import rotary
 
 
 def right(block):
@@ -27,7 +27,8 @@ def by_numpy(block):  # each byte split with divmod, in NumPy
 def test_dequantize_a_block(capsys):
     answers = [right, by_numpy]
     assert expect(capsys, ex10.dequantize_q4_1, answers, "✓",
-                  "dequantize_q4_1: matches attnlab.gguf.dequantize on 4 Q4_1 blocks.") == answers
+                  "dequantize_q4_1: matches "
+                  "attnlab.pretrained.gguf.dequantize on 4 Q4_1 blocks.") == answers
     expect(capsys, ex10.dequantize_q4_1, [lambda b: right(b).double()], "✗",
            "your numbers has dtype torch.float64, expected torch.float32")
 

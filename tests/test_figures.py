@@ -1,8 +1,8 @@
 """Every figure says what it shows, in colours and marks that survive colour blindness (issue 50).
 
-attnlab.figure_text writes a figure's text alternative from what the figure draws;
-attnlab.plots.show_figure displays it with the figure and records the colours drawn. These tests
-hold the stored notebooks to both (a figure shown any other way has no alternative and fails
+attnlab.views.figure_text writes a figure's text alternative from what the figure draws;
+attnlab.views.plots.show_figure displays it with the figure and records the colours drawn. These
+tests hold the stored notebooks to both (a figure shown any other way has no alternative and fails
 here), and check that the words follow the data, not a template.
 """
 import json
@@ -14,8 +14,8 @@ import torch
 from matplotlib.colors import to_rgb
 
 from attnlab.classroom.series import notebook_paths
-from attnlab.figure_text import describe, number, styles
-from attnlab.plots import (
+from attnlab.views.figure_text import describe, number, styles
+from attnlab.views.plots import (
     HATCHES,
     PALETTE,
     accuracy_curves,
@@ -54,7 +54,7 @@ def test_every_stored_figure_carries_its_text_and_its_caption():
     assert len(figures) >= 35, len(figures)
     for name, cell, output, caption in figures:
         alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
-        where = f"{name} cell {cell}: draw it through attnlab.plots.show_figure"
+        where = f"{name} cell {cell}: draw it through attnlab.views.plots.show_figure"
         assert alt.startswith("Figure") and len(alt.split()) >= 8, where
         assert len(alt.split()) <= 160, f"{where}: {len(alt.split())} words is too long to hear"
         assert "".join(caption.get("data", {}).get("text/plain", [])) == alt, where

@@ -1,27 +1,28 @@
-"""attnlab.generation: the digit tasks, `sample_next` (greedy, temperature, top-k, top-p) against
-its definitions, the decoding loop, and training through the one loop."""
+"""attnlab.core.generation: the digit tasks, `sample_next` (greedy, temperature, top-k, top-p)
+against its definitions, the decoding loop, and training through the one loop."""
 import math
 
 import pytest
 import torch
 
 import attnlab
-from attnlab import generation as G
-from attnlab.models import DecoderOnly, EncoderDecoder
+from attnlab.core import generation as G
+from attnlab.core.models import DecoderOnly, EncoderDecoder
+from attnlab.lessons import decoders as D
 
 
 def test_tasks():
-    seqs = G.sort_task(50, seed=3)
-    assert seqs.shape == (50, 2 * G.LENGTH + 2) and seqs.dtype == torch.long
-    assert (seqs[:, 0] == G.BOS).all() and (seqs[:, G.LENGTH + 1] == G.SEP).all()
-    digits, answer = seqs[:, 1:G.LENGTH + 1], seqs[:, G.LENGTH + 2:]
-    assert torch.equal(answer, digits.sort(-1).values) and digits.max() < G.DIGITS
-    assert torch.equal(G.sort_task(50, seed=3), seqs)
-    assert not torch.equal(G.sort_task(50, seed=4), seqs)
-    src, tgt = G.reverse_task(20, seed=1)
-    assert torch.equal(tgt[:, 1:], src.flip(-1)) and (tgt[:, 0] == G.BOS).all()
-    assert G.show(seqs[0, :3]).startswith("BOS ") and "SEP" in G.show(seqs[0])
-    assert math.isclose(G.loss_floor(), 6 * math.log(10) / 13)
+    seqs = D.sort_task(50, seed=3)
+    assert seqs.shape == (50, 2 * D.LENGTH + 2) and seqs.dtype == torch.long
+    assert (seqs[:, 0] == D.BOS).all() and (seqs[:, D.LENGTH + 1] == D.SEP).all()
+    digits, answer = seqs[:, 1:D.LENGTH + 1], seqs[:, D.LENGTH + 2:]
+    assert torch.equal(answer, digits.sort(-1).values) and digits.max() < D.DIGITS
+    assert torch.equal(D.sort_task(50, seed=3), seqs)
+    assert not torch.equal(D.sort_task(50, seed=4), seqs)
+    src, tgt = D.reverse_task(20, seed=1)
+    assert torch.equal(tgt[:, 1:], src.flip(-1)) and (tgt[:, 0] == D.BOS).all()
+    assert D.show(seqs[0, :3]).startswith("BOS ") and "SEP" in D.show(seqs[0])
+    assert math.isclose(D.loss_floor(), 6 * math.log(10) / 13)
 
 
 LOGITS = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.05, 0.15, 0.3, 0.5]]))
@@ -61,8 +62,8 @@ def test_sample_next_wants_a_batch_of_logit_rows():
 
 def test_generate_is_the_greedy_loop_and_sampling_is_reproducible():
     torch.manual_seed(0)
-    model = DecoderOnly(G.VOCAB, 16, 2, 32).train()
-    prompt = G.sort_task(4, seed=2)[:, :G.LENGTH + 2]
+    model = DecoderOnly(D.VOCAB, 16, 2, 32).train()
+    prompt = D.sort_task(4, seed=2)[:, :D.LENGTH + 2]
     seq = prompt
     with torch.no_grad():
         model.eval()
@@ -82,24 +83,24 @@ def test_generate_is_the_greedy_loop_and_sampling_is_reproducible():
 
 def test_generate_with_a_source_encodes_it_once():
     torch.manual_seed(0)
-    model = EncoderDecoder(10, G.VOCAB, 16, 1, 32).eval()
-    src, tgt = G.reverse_task(3, seed=0)
-    out = G.generate(model, tgt[:, :1], G.LENGTH, source=src)
+    model = EncoderDecoder(10, D.VOCAB, 16, 1, 32).eval()
+    src, tgt = D.reverse_task(3, seed=0)
+    out = G.generate(model, tgt[:, :1], D.LENGTH, source=src)
     with torch.no_grad():
         expected = model(src, out[:, :-1]).argmax(-1)  # teacher forcing on its own output
-    assert out.shape == (3, G.LENGTH + 1) and torch.equal(out[:, 1:], expected)
+    assert out.shape == (3, D.LENGTH + 1) and torch.equal(out[:, 1:], expected)
 
 
 def test_training_runs_through_the_one_loop():
-    model, losses = G.train_sorter(causal=True, steps=3, batch_size=8)
+    model, losses = D.train_sorter(causal=True, steps=3, batch_size=8)
     assert len(losses) == 3 and not model.training and model.causal
-    assert next(model.parameters()).dtype == G.DTYPE
-    result = G.evaluate_sorter(model, G.sort_task(10, seed=9))
+    assert next(model.parameters()).dtype == D.DTYPE
+    result = D.evaluate_sorter(model, D.sort_task(10, seed=9))
     assert set(result) == {"loss", "loss_random", "loss_rest", "teacher_forced", "generated",
                            "future"}
     assert math.isclose(result["loss"], (6 * result["loss_random"] + 7 * result["loss_rest"]) / 13)
     assert result["future"] == 0
-    model, losses = G.train_reverser(steps=2, batch_size=8)
+    model, losses = D.train_reverser(steps=2, batch_size=8)
     assert len(losses) == 2 and isinstance(model, EncoderDecoder)
 
 
@@ -116,26 +117,26 @@ def test_filter_logits_is_what_sample_next_draws_from():
 
 def sorter_like(seed=0):
     torch.manual_seed(seed)
-    return DecoderOnly(G.VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
+    return DecoderOnly(D.VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
 
 
 def test_beam_search_of_width_one_is_greedy():
-    model, prompt = sorter_like(), G.sort_task(6, seed=2)[:, :G.LENGTH + 2]
-    seqs, logp = G.beam_search(model, prompt, G.LENGTH, 1)
-    assert seqs.shape == (6, 1, 2 * G.LENGTH + 2) and logp.shape == (6, 1)
-    assert torch.equal(seqs[:, 0], G.generate(model, prompt, G.LENGTH))
+    model, prompt = sorter_like(), D.sort_task(6, seed=2)[:, :D.LENGTH + 2]
+    seqs, logp = G.beam_search(model, prompt, D.LENGTH, 1)
+    assert seqs.shape == (6, 1, 2 * D.LENGTH + 2) and logp.shape == (6, 1)
+    assert torch.equal(seqs[:, 0], G.generate(model, prompt, D.LENGTH))
     torch.manual_seed(0)
-    pair = EncoderDecoder(10, G.VOCAB, 16, 1, 32, dtype=torch.float64).eval()
-    src, tgt = G.reverse_task(4, seed=0)
-    seqs, _ = G.beam_search(pair, tgt[:, :1], G.LENGTH, 1, source=src)
-    assert torch.equal(seqs[:, 0], G.generate(pair, tgt[:, :1], G.LENGTH, source=src))
+    pair = EncoderDecoder(10, D.VOCAB, 16, 1, 32, dtype=torch.float64).eval()
+    src, tgt = D.reverse_task(4, seed=0)
+    seqs, _ = G.beam_search(pair, tgt[:, :1], D.LENGTH, 1, source=src)
+    assert torch.equal(seqs[:, 0], G.generate(pair, tgt[:, :1], D.LENGTH, source=src))
 
 
 def test_beam_search_reports_true_log_probabilities_at_least_greedys():
-    model, prompt = sorter_like(1), G.sort_task(40, seed=3)[:, :G.LENGTH + 2]
+    model, prompt = sorter_like(1), D.sort_task(40, seed=3)[:, :D.LENGTH + 2]
     start = prompt.shape[1]
-    greedy = G.sequence_logprob(model, G.generate(model, prompt, G.LENGTH), start)  # (40,)
-    seqs, logp = G.beam_search(model, prompt, G.LENGTH, 4)  # (40, 4, T), (40, 4)
+    greedy = G.sequence_logprob(model, G.generate(model, prompt, D.LENGTH), start)  # (40,)
+    seqs, logp = G.beam_search(model, prompt, D.LENGTH, 4)  # (40, 4, T), (40, 4)
     recomputed = G.sequence_logprob(model, seqs.flatten(0, 1), start).view(40, 4)
     torch.testing.assert_close(logp, recomputed, rtol=0, atol=1e-10)
     assert (logp[:, 0] >= greedy - 1e-10).all()  # (not promised in general; true here)
@@ -144,9 +145,9 @@ def test_beam_search_reports_true_log_probabilities_at_least_greedys():
 
 
 def test_a_beam_as_wide_as_every_sequence_finds_the_most_likely_one():
-    model, prompt = sorter_like(2), G.sort_task(3, seed=4)[:, :G.LENGTH + 2]
-    seqs, logp = G.beam_search(model, prompt, 2, G.VOCAB ** 2)
-    every = torch.cartesian_prod(torch.arange(G.VOCAB), torch.arange(G.VOCAB))  # (144, 2)
+    model, prompt = sorter_like(2), D.sort_task(3, seed=4)[:, :D.LENGTH + 2]
+    seqs, logp = G.beam_search(model, prompt, 2, D.VOCAB ** 2)
+    every = torch.cartesian_prod(torch.arange(D.VOCAB), torch.arange(D.VOCAB))  # (144, 2)
     for b in range(3):
         full = torch.cat([prompt[b].expand(len(every), -1), every], dim=1)  # (144, T0 + 2)
         best = G.sequence_logprob(model, full, prompt.shape[1]).max()

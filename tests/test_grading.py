@@ -12,9 +12,9 @@ import torch
 from test_course import FIRST, nbgrader
 
 import attnlab
-from attnlab import attention as lesson
 from attnlab import exercises
 from attnlab.classroom import course, grade
+from attnlab.core import attention as lesson
 from attnlab.exercises import _last_mark, ex01, grading
 
 
@@ -104,9 +104,9 @@ PRINTS = "\n".join(f"print({f'{mark} {name}: right.'!r})" for name, mark in NAME
 STATE = f"import attnlab.exercises\nattnlab.exercises._last_mark.update({NAMES!r})"
 LIBRARY = {"def my_attention": "my_attention = attnlab.scaled_dot_product_attention\n"
                                "attention = ex01.attention(my_attention)",
-           "def my_split_heads": "my_split_heads = attnlab.attention.split_heads\n"
+           "def my_split_heads": "my_split_heads = attnlab.core.attention.split_heads\n"
                                  "split_heads = ex01.split_heads(my_split_heads)",
-           "def my_merge_heads": "my_merge_heads = attnlab.attention.merge_heads\n"
+           "def my_merge_heads": "my_merge_heads = attnlab.core.attention.merge_heads\n"
                                  "merge_heads = ex01.merge_heads(my_merge_heads)"}
 EXPECTED = {"honest": 6, "blank": 0, "half": 3, "prints": 0, "prints25": 0, "library": 0,
             "state": 0, "prints_and_state": 0}

@@ -1,14 +1,16 @@
-"""attnlab.induction (notebook 09): the repeat task's structure, the attention-only model's shapes
-and causality, training through the one loop; and the head measurements it uses from
-attnlab.probes (the previous-token and induction scores on hand-made maps, zero_heads)."""
+"""attnlab.lessons.induction (notebook 09): the repeat task's structure, the attention-only model's
+shapes and causality, training through the one loop; and the head measurements it uses from
+attnlab.core.measures and interventions (the previous-token and induction scores on hand-made maps,
+zero_heads)."""
 import pytest
 import torch
 from helpers import raises_each
 
 import attnlab
-from attnlab import induction as I
-from attnlab import probes
-from attnlab.generation import token_losses
+from attnlab.core import interventions, measures
+from attnlab.core.generation import token_losses
+from attnlab.core.models import AttentionOnly, AttentionOnlyLayer
+from attnlab.lessons import induction as I
 
 
 def test_the_second_copy_repeats_the_first_at_a_varying_distance():
@@ -49,7 +51,7 @@ def test_repeat_task_refuses_repeats_that_do_not_fit_twice():
 
 def test_the_layer_is_x_plus_causal_attention():
     torch.manual_seed(0)
-    layer = I.AttentionOnlyLayer(8, 2)
+    layer = AttentionOnlyLayer(8, 2)
     x = torch.randn(2, 5, 8)
     out, (weights,) = attnlab.run_with_maps(layer, x)
     expected, expected_weights = layer.attn(x, attnlab.causal_mask(5))
@@ -59,7 +61,7 @@ def test_the_layer_is_x_plus_causal_attention():
 
 def test_the_model_has_one_map_per_layer_and_never_reads_the_future():
     torch.manual_seed(0)
-    model = I.AttentionOnly(n_layers=2, dtype=torch.float64)
+    model = AttentionOnly(I.VOCAB, I.LENGTH, n_layers=2, dtype=torch.float64)
     x = I.repeat_task(3, seed=2).tokens  # (3, 24)
     logits, maps = attnlab.run_with_maps(model, x)
     assert logits.shape == (3, I.LENGTH, I.VOCAB) and logits.dtype == torch.float64
@@ -76,7 +78,7 @@ def test_the_model_has_one_map_per_layer_and_never_reads_the_future():
 
 def test_the_embeddings_start_at_embed_std():
     torch.manual_seed(0)
-    model = I.AttentionOnly(d_model=64, max_len=400, embed_std=0.5, dtype=torch.float64)
+    model = AttentionOnly(I.VOCAB, 400, d_model=64, embed_std=0.5, dtype=torch.float64)
     assert model.embed.tokens.weight.std().item() == pytest.approx(0.5, rel=0.15)
     assert model.embed.pos.table.std().item() == pytest.approx(0.5, rel=0.05)
 
@@ -108,7 +110,7 @@ def test_the_cache_tells_the_series_seeds_apart(monkeypatch):
 
 def test_evaluate_splits_repeated_and_random_tokens_by_position():
     torch.manual_seed(0)
-    model = I.AttentionOnly(n_layers=1, dtype=torch.float64)
+    model = AttentionOnly(I.VOCAB, I.LENGTH, n_layers=1, dtype=torch.float64)
     batch = I.repeat_task(50, seed=4)
     result = I.evaluate(model, batch)
     losses = token_losses(model, batch.tokens).detach()  # (50, 23)
@@ -129,7 +131,7 @@ def test_drop_step_is_where_the_smoothed_loss_first_falls_below_the_level():
     assert torch.allclose(I.smooth([1.0, 2.0, 3.0, 4.0], 2), torch.tensor([1.5, 2.5, 3.5]).double())
 
 
-# --- the two scores and the ablation, in attnlab.probes ------------------------------------------
+# --- the two scores and the ablation, in attnlab.core.measures and interventions -----------------
 
 def uniform_maps(B, H, T):
     causal = attnlab.causal_mask(T).double()
@@ -142,14 +144,14 @@ def test_previous_token_score_on_hand_made_maps():
     on_previous[0, 0] = 1.0  # ... and query 0, which has nothing before it, itself
     on_itself = torch.eye(T).double()
     weights = torch.stack([on_previous, on_itself, uniform_maps(1, 1, T)[0, 0]])[None]
-    scores = probes.previous_token_score(weights)  # (3,)
+    scores = measures.previous_token_score(weights)  # (3,)
     expected_uniform = sum(1 / (t + 1) for t in range(1, T)) / (T - 1)
     torch.testing.assert_close(scores, torch.tensor([1.0, 0.0, expected_uniform]).double())
 
 
 def test_induction_score_reads_the_key_after_the_last_earlier_occurrence():
     tokens = torch.tensor([[5, 1, 2, 5, 1, 2, 5]])  # 5 at 0, 3, 6; 1 at 1, 4; 2 at 2, 5
-    assert probes.previous_occurrence(tokens).tolist() == [[-1, -1, -1, 0, 1, 2, 3]]
+    assert measures.previous_occurrence(tokens).tolist() == [[-1, -1, -1, 0, 1, 2, 3]]
     T = tokens.shape[1]
     induction = torch.zeros(T, T).double()
     for t, s in ((3, 0), (4, 1), (5, 2), (6, 3)):
@@ -163,15 +165,15 @@ def test_induction_score_reads_the_key_after_the_last_earlier_occurrence():
     first[6] = 0.0
     first[6, 1] = 1.0  # query 6 reads after the FIRST 5 (position 0), not the last (3)
     weights = torch.stack([induction, occurrence, first, uniform_maps(1, 1, T)[0, 0]])[None]
-    scores = probes.induction_score(weights, tokens)  # (4,)
+    scores = measures.induction_score(weights, tokens)  # (4,)
     uniform = (1 / 4 + 1 / 5 + 1 / 6 + 1 / 7) / 4
     torch.testing.assert_close(scores, torch.tensor([1.0, 0.0, 0.75, uniform]).double())
     only_last = torch.zeros_like(tokens, dtype=torch.bool)
     only_last[0, 6] = True  # a `queries` mask: count query 6 alone
-    torch.testing.assert_close(probes.induction_score(weights, tokens, only_last),
+    torch.testing.assert_close(measures.induction_score(weights, tokens, only_last),
                                torch.tensor([1.0, 0.0, 0.0, 1 / 7]).double())
     with pytest.raises(ValueError, match="tokens and queries must be"):
-        probes.induction_score(weights, tokens[:, :-1])
+        measures.induction_score(weights, tokens[:, :-1])
 
 
 def test_zero_heads_removes_one_head_output_and_only_within_the_block():
@@ -182,14 +184,14 @@ def test_zero_heads_removes_one_head_output_and_only_within_the_block():
     q, k, v = attn.project(x)
     heads = weights @ v  # (2, 2, 5, 4)
     heads[:, 1] = 0.0  # head 1 contributes nothing
-    with probes.zero_heads(attn, [1]):
+    with interventions.zero_heads(attn, [1]):
         out, same_weights = attn(x)
-    torch.testing.assert_close(out, attn.out(attnlab.attention.merge_heads(heads)))
+    torch.testing.assert_close(out, attn.out(attnlab.core.attention.merge_heads(heads)))
     torch.testing.assert_close(same_weights, weights)  # where it looks is unchanged
     torch.testing.assert_close(attn(x)[0], before)  # and the hook is gone again
     with pytest.raises(ValueError, match="heads must be in 0..1"):
-        with probes.zero_heads(attn, [2]):
+        with interventions.zero_heads(attn, [2]):
             pass
     with pytest.raises(TypeError, match="MultiHeadAttention"):
-        with probes.zero_heads(torch.nn.Linear(2, 2), [0]):
+        with interventions.zero_heads(torch.nn.Linear(2, 2), [0]):
             pass

@@ -1,12 +1,13 @@
-"""attnlab.kv_cache: decoding with cached keys and values gives what recomputing gives (with
+"""attnlab.core.kv_cache: decoding with cached keys and values gives what recomputing gives (with
 rotary positions and grouped-query attention too), for exactly the operations and bytes the
 formulas count."""
 import pytest
 import torch
 
 import attnlab
-from attnlab import cost, kv_cache
-from attnlab.online_softmax import blockwise_attention
+from attnlab.core import kv_cache
+from attnlab.core.online_softmax import blockwise_attention
+from attnlab.lessons import cost
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The GGUF reader, the Llama model and SmolLM2's tokenizer, each against an independent form.
 
 - GGUF: a file written here from the format's description (header, typed metadata, tensor
-  table, alignment) and quantised here by the spec, read back by attnlab.gguf.
+  table, alignment) and quantised here by the spec, read back by attnlab.pretrained.gguf.
 - The model: an independent plain-torch Llama forward written below in Hugging Face's form
   (q/k rows un-permuted, rotate-half rotary, F.scaled_dot_product_attention with enable_gqa,
   RMSNorm and SwiGLU written out), on a small random model and on SmolLM2 itself.
@@ -19,8 +19,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnlab import assets, gguf, llama, probes
-from attnlab.generation import generate
+from attnlab.core import interventions
+from attnlab.core.generation import generate
+from attnlab.plumbing import assets
+from attnlab.pretrained import gguf, llama
 
 # --- a GGUF file written from the format's description -------------------------------------
 
@@ -289,11 +291,11 @@ def test_offline_without_the_file_the_error_says_what_to_do(monkeypatch, tmp_pat
 def test_the_probes_reach_the_llama_path(tiny):
     ids = torch.randint(0, 50, (2, 9), generator=torch.Generator().manual_seed(3))
     attns = [b.attn for b in tiny.blocks]
-    with probes.uniform_attention(*attns, heads=[1]):
+    with interventions.uniform_attention(*attns, heads=[1]):
         maps = tiny.attention_maps(ids)
     uniform = torch.ones(9, 9).tril() / torch.arange(1, 10)[:, None]  # (T, T)
     torch.testing.assert_close(maps[1][:, 1], uniform.expand(2, 9, 9))
-    with probes.hide_key(*attns, position=0):
+    with interventions.hide_key(*attns, position=0):
         maps = tiny.attention_maps(ids)
         cached = generate(tiny, ids, 3)
     assert maps[0][:, :, 1:, 0].abs().max() == 0 and maps[1][:, :, 0].abs().max() == 0

@@ -1,4 +1,5 @@
-"""attnlab.minilm: the published all-MiniLM-L6-v2, rebuilt from attnlab's own attention code.
+"""attnlab.pretrained.minilm: the published all-MiniLM-L6-v2, rebuilt from attnlab's own attention
+code.
 
 The proof that it is the real model is a published output: the sentence-transformers Quickstart
 prints the similarities of three sentences under all-MiniLM-L6-v2, and we reproduce them to the
@@ -16,11 +17,11 @@ import torch
 from tokenizers import Tokenizer
 
 import attnlab
-from attnlab import assets
-from attnlab.attention import MultiHeadAttention
-from attnlab.blocks import EncoderBlock
-from attnlab.minilm import DEFAULT_MAX_LENGTH, load_minilm, model_files
-from attnlab.sentiment import attention_patterns
+from attnlab.core.attention import MultiHeadAttention
+from attnlab.core.blocks import EncoderBlock
+from attnlab.lessons.sentiment import attention_patterns
+from attnlab.plumbing import assets
+from attnlab.pretrained.minilm import DEFAULT_MAX_LENGTH, load_minilm, model_files
 
 # Source: sentence-transformers README, "Getting Started" (github.com/UKPLab/sentence-transformers,
 # README.md), and the Quickstart at https://www.sbert.net/docs/quickstart.html:
@@ -243,7 +244,8 @@ def test_a_config_for_another_architecture_is_refused(tmp_path):
 
 def test_missing_assets_explain_the_fix(monkeypatch, tmp_path):
     """With $ATTNLAB_MINILM pointing at an empty folder and no carrier package, the error names
-    the places looked and the command that fixes it (the lookup itself is attnlab.assets')."""
+    the places looked and the command that fixes it (the lookup itself is
+    attnlab.plumbing.assets')."""
     monkeypatch.setenv("ATTNLAB_MINILM", str(tmp_path))
     monkeypatch.setattr(assets, "_carrier_dir", lambda group: None)
     with pytest.raises(assets.AssetError) as info:

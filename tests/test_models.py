@@ -1,6 +1,7 @@
-"""attnlab.models: shapes and the one attention-map convention, padding never attended or pooled,
-permutation symmetry without positions, causality of the decoders, float64 initial weights that
-are the same on any CPU, every model on the meta device; attnlab.probes' scores."""
+"""attnlab.core.models: shapes and the one attention-map convention, padding never attended or
+pooled, permutation symmetry without positions, causality of the decoders, float64 initial weights
+that are the same on any CPU, every model on the meta device; attnlab.core.measures'
+scores."""
 import hashlib
 import inspect
 import math
@@ -14,16 +15,16 @@ import torch
 from helpers import raises_each
 
 import attnlab
-from attnlab.data import Vocab, make_reviews
-from attnlab.generation import VOCAB
-from attnlab.models import (
+from attnlab.core.measures import alignment_share, future_share, target_scores
+from attnlab.core.models import (
     DecoderOnly,
     EncoderDecoder,
     TinyTransformer,
     draw_float64,
     encoder_replaced,
 )
-from attnlab.probes import alignment_share, future_share, target_scores
+from attnlab.lessons.data import Vocab, make_reviews
+from attnlab.lessons.decoders import VOCAB
 
 
 def batch(n=8, seed=0):
@@ -90,7 +91,7 @@ def test_hide_key_hides_chosen_tokens_from_every_query():
     model = TinyTransformer(63).eval()
     hidden = torch.zeros_like(x, dtype=torch.bool)
     hidden[torch.arange(8), pos] = True
-    with attnlab.probes.hide_key(model, keys=hidden):
+    with attnlab.core.interventions.hide_key(model, keys=hidden):
         (weights,) = attnlab.attention_maps(model, x)
     assert weights[torch.arange(8), :, :, pos].abs().max() == 0
 
@@ -187,7 +188,7 @@ def _float64_weights_digest() -> str:
 def test_float64_initial_weights_are_the_same_on_the_portable_kernels():
     """The reason the notebooks train in float64: the same initial weights on any CPU. PyTorch's
     portable kernels (ATEN_CPU_CAPABILITY=default) stand in for another CPU."""
-    code = ("import hashlib, torch\nfrom attnlab.models import DecoderOnly, TinyTransformer\n"
+    code = ("import hashlib, torch\nfrom attnlab.core.models import DecoderOnly, TinyTransformer\n"
             "torch.set_num_threads(1)\n" + inspect.getsource(_float64_weights_digest)
             + "print(_float64_weights_digest())")  # the same function, not this test module
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
@@ -235,7 +236,7 @@ def test_token_ids_a_model_cannot_read_raise_clear_errors():
     ])
 
 
-# --- attnlab.probes -------------------------------------------------------------------------------
+# --- attnlab.core.measures and interventions ------------------------------------------------------
 
 def test_target_scores_against_the_uniform_level_and_a_random_token():
     real = torch.tensor([[True, True, True, True], [True, True, False, False]])  # lengths 4, 2

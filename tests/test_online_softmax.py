@@ -1,4 +1,4 @@
-"""attnlab.online_softmax: block by block equals softmax attention, for any block size, without
+"""attnlab.core.online_softmax: block by block equals softmax attention, for any block size, without
 ever holding the T×T matrix."""
 import math
 
@@ -6,7 +6,8 @@ import torch
 from helpers import raises_each
 
 import attnlab
-from attnlab import cost, online_softmax
+from attnlab.core import online_softmax
+from attnlab.lessons import cost
 
 
 def full(q, k, v):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab import parallel
-from attnlab.parallel import parallel_map, remember
+from attnlab.plumbing import parallel
+from attnlab.plumbing.parallel import parallel_map, remember
 
 needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 

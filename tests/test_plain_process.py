@@ -11,16 +11,16 @@ import textwrap
 import pytest
 from helpers import need
 
-from attnlab import parallel
+from attnlab.plumbing import parallel
 
 # Every name of the public API (CONTRIBUTING.md), called once, after other torch and Keras work.
 EVERY_FUNCTION = """
 import numpy as np
 import torch
 import attnlab
-from attnlab import embeddings
-from attnlab.llama import load_smollm2
-from attnlab.train import train_classifier
+from attnlab.pretrained import embeddings
+from attnlab.pretrained.llama import load_smollm2
+from attnlab.lessons.classifier import train_classifier
 
 images = attnlab.load_fashion_mnist()[1][0][:96]
 first = attnlab.embed_images(images)  # before any other work: folding the weights is the
@@ -57,7 +57,7 @@ import os
 import numpy as np
 import torch
 import attnlab
-from attnlab import parallel
+from attnlab.plumbing import parallel
 
 images = attnlab.load_fashion_mnist()[1][0][:96]
 torch.randn(512, 512) @ torch.randn(512, 512)  # the pool started on the default threads
@@ -108,7 +108,7 @@ def test_a_fork_under_a_live_thread_pool_is_an_error_not_a_hang():
     pool runs two): the stuck workers are stopped and the caller is told why, within seconds."""
     code = """
     import os, torch
-    from attnlab import parallel
+    from attnlab.plumbing import parallel
     torch.randn(512, 512) @ torch.randn(512, 512)  # the pool started on two threads
     parallel.STALL_SECONDS = 2.0
     parallel.torch.get_num_threads = lambda: 1     # the check fooled: fork anyway

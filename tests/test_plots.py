@@ -1,9 +1,10 @@
-"""attnlab.plots: attention pictures stay readable at a notebook's width and reject bad input."""
+"""attnlab.views.plots: attention pictures stay readable at a notebook's width and reject bad
+input."""
 import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from attnlab.plots import (
+from attnlab.views.plots import (
     MAX_WIDTH,
     SCALED_COLOR,
     UNSCALED_COLOR,

@@ -1,14 +1,14 @@
-"""attnlab.widgets.PredictionComparison (notebook 04), tested without a browser: type into the
+"""attnlab.views.widgets.PredictionComparison (notebook 04), tested without a browser: type into the
 text field, read back what the widget shows."""
 import re
 
 import pytest
 import torch
 
-from attnlab import data
-from attnlab.data import Vocab
-from attnlab.models import TinyTransformer
-from attnlab.widgets import PredictionComparison
+from attnlab.core.models import TinyTransformer
+from attnlab.lessons import data
+from attnlab.lessons.data import Vocab
+from attnlab.views.widgets import PredictionComparison
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,13 @@
-"""attnlab.probes.hide_key (a key taken out of attention: as a mask, or its value zeroed) and
-pointing_scores (weight on the keys a query needs, against an even spread): notebook 07's
-probes of the sorter's BOS sink and of where its heads point."""
+"""attnlab.core.interventions.hide_key (a key taken out of attention: as a mask, or its value
+zeroed) and pointing_scores (weight on the keys a query needs, against an even spread): notebook
+07's probes of the sorter's BOS sink and of where its heads point."""
 import pytest
 import torch
 
-from attnlab.attention import MultiHeadAttention, causal_mask
-from attnlab.hooks import HOOK_POINTS
-from attnlab.probes import hide_key, pointing_scores
+from attnlab.core.attention import MultiHeadAttention, causal_mask
+from attnlab.core.hooks import HOOK_POINTS
+from attnlab.core.interventions import hide_key
+from attnlab.core.measures import pointing_scores
 
 
 def layer_and_input(seed=0):

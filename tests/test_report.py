@@ -1,7 +1,8 @@
-"""attnlab.report.fmt: the guard that finds a fragile printed number when it is recorded."""
+"""attnlab.plumbing.report.fmt: the guard that finds a fragile printed number when it is
+recorded."""
 import pytest
 
-from attnlab.report import FragileOutput, fmt
+from attnlab.plumbing.report import FragileOutput, fmt
 
 
 def test_fmt_rounds_like_format_and_never_prints_minus_zero():

@@ -1,11 +1,12 @@
-"""attnlab.repro: the seed of the series and the one-ulp nudge of make test-portable."""
+"""attnlab.plumbing.repro: the seed of the series and the one-ulp nudge of make test-portable."""
 import numpy as np
 import pytest
 import torch
 
-from attnlab.data import make_contrast_reviews
-from attnlab.repro import nudge, seed_of, series_seed
-from attnlab.train import initial_model, shuffled_batches
+from attnlab.core.training import shuffled_batches
+from attnlab.lessons.classifier import initial_model
+from attnlab.lessons.data import make_contrast_reviews
+from attnlab.plumbing.repro import nudge, seed_of, series_seed
 
 
 def test_nudge_moves_every_element_one_ulp_up_only_when_asked(monkeypatch):

@@ -1,7 +1,7 @@
-"""attnlab.retrieval and attnlab.embeddings: Keras on torch, Fashion-MNIST as Keras returns it,
-embeddings equal to the Keras model's and the same bits on every kernel path, input checks,
-cosine nearest neighbours and their scores, moved images. Never downloads: the downloader and
-socket connections fail the test."""
+"""attnlab.lessons.retrieval and attnlab.pretrained.embeddings: Keras on torch, Fashion-MNIST as
+Keras returns it, embeddings equal to the Keras model's and the same bits on every kernel path,
+input checks, cosine nearest neighbours and their scores, moved images. Never downloads: the
+downloader and socket connections fail the test."""
 import os
 import random
 import subprocess
@@ -13,7 +13,9 @@ import torch
 import torch.nn.functional as F
 from helpers import ROOT, need, raises_each, use_shared_assets
 
-from attnlab import assets, data, embeddings, retrieval
+from attnlab.lessons import data, retrieval
+from attnlab.plumbing import assets
+from attnlab.pretrained import embeddings
 
 
 @pytest.fixture(autouse=True)

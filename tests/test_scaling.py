@@ -1,4 +1,5 @@
-"""attnlab.scaling: the measurements of notebook 02 are deterministic, fast and show the trends."""
+"""attnlab.lessons.scaling: the measurements of notebook 02 are deterministic, fast and show the
+trends."""
 import math
 
 import numpy as np
@@ -6,7 +7,8 @@ import pytest
 import torch
 from helpers import raises_each
 
-from attnlab import scaled_dot_product_attention, scaling
+from attnlab import scaled_dot_product_attention
+from attnlab.lessons import scaling
 
 SMALL = (4, 64, 1024)
 

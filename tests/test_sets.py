@@ -1,4 +1,5 @@
-"""attnlab.sets (the odd-one-out task of notebook 05) and attnlab.probes.target_roles.
+"""attnlab.lessons.sets (the odd-one-out task of notebook 05) and
+attnlab.core.measures.target_roles.
 
 Synthetic features only (no MobileNetV2): ten well-separated clusters stand in for the
 embeddings, so every claim here is about the task and the model, not about the network."""
@@ -8,8 +9,9 @@ import torch
 from helpers import raises_each
 
 import attnlab
-from attnlab import sets
-from attnlab.probes import target_roles
+from attnlab.core.measures import target_roles
+from attnlab.core.models import OddOneOut
+from attnlab.lessons import sets
 
 
 def clusters(n_per_class=40, dim=16, seed=0):
@@ -97,7 +99,7 @@ def test_training_is_not_chaotic_one_ulp_in_the_features_moves_nothing_printed()
 def test_directions_are_the_principal_components_signed_by_their_largest_entry():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(500, 6, generator=g, dtype=torch.float64) * torch.tensor([5., 4, 3, 2, 1, .5])
-    model = sets.OddOneOut(6, d_model=8, d_ff=8, directions=3)
+    model = OddOneOut(6, d_model=8, d_ff=8, directions=3)
     model.fit_directions(x)
     assert model.basis.shape == (6, 3)
     torch.testing.assert_close(model.basis.T @ model.basis, torch.eye(3, dtype=torch.float64))
@@ -106,7 +108,7 @@ def test_directions_are_the_principal_components_signed_by_their_largest_entry()
     assert (variance[:-1] >= variance[1:]).all(), "largest first"
     top = model.basis.abs().argmax(0)
     assert (model.basis[top, torch.arange(3)] > 0).all()
-    again = sets.OddOneOut(6, d_model=8, d_ff=8, directions=3)
+    again = OddOneOut(6, d_model=8, d_ff=8, directions=3)
     again.fit_directions(-x)                                  # the same directions, other signs
     torch.testing.assert_close(again.basis.abs(), model.basis.abs())
 

@@ -1,4 +1,4 @@
-"""attnlab.retrieval.soft_knn and hit_at_k: retrieval read as attention (notebook 05).
+"""attnlab.lessons.retrieval.soft_knn and hit_at_k: retrieval read as attention (notebook 05).
 
 Synthetic features only (no MobileNetV2): the claims are about the formula, not the network.
 """
@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import raises_each
 
-from attnlab import retrieval
+from attnlab.lessons import retrieval
 
 
 def problem(seed=0, n_q=30, n_d=80, dim=16, n_classes=5):

@@ -7,22 +7,15 @@ import torch
 from helpers import ROOT
 
 import attnlab
-import attnlab.train as module
-from attnlab import generation, induction, scaling, sets
-from attnlab.data import NEGATIVE, POSITIVE, Vocab
-from attnlab.models import TinyTransformer, eval_mode
-from attnlab.plots import accuracy_curves, mean_spread_bars
-from attnlab.recipes import SORTER, TINY
-from attnlab.sentiment import fit_head
-from attnlab.train import (
-    evaluate,
-    fit,
-    fit_classifier,
-    initial_model,
-    task_reviews,
-    train,
-    train_classifier,
-)
+from attnlab.core import training as module
+from attnlab.core.models import TinyTransformer, eval_mode
+from attnlab.core.recipes import SORTER, TINY
+from attnlab.core.training import evaluate, fit, train
+from attnlab.lessons import decoders, induction, scaling, sets
+from attnlab.lessons.classifier import fit_classifier, initial_model, task_reviews, train_classifier
+from attnlab.lessons.data import NEGATIVE, POSITIVE, Vocab
+from attnlab.lessons.sentiment import fit_head
+from attnlab.views.plots import accuracy_curves, mean_spread_bars
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +178,7 @@ def test_train_cuts_the_data_as_its_recipe_says_and_refuses_data_that_does_not_f
         train(SORTER.but(steps=4, batch_size=2), model, loss_fn, (x, y))
     with pytest.raises(ValueError, match="lengths \\[6, 5\\]"):
         train(by_epochs, model, loss_fn, (x, y[:5]))
-    with pytest.raises(TypeError, match="recipe must be one of attnlab.recipes"):
+    with pytest.raises(TypeError, match="recipe must be one of attnlab.core.recipes"):
         train({"lr": 0.1}, model, loss_fn, (x, y))
 
 
@@ -263,8 +256,8 @@ def _trainers():
     return {
         "train_classifier": lambda: train_classifier(epochs=1, n_train=64, n_test=16),
         "train_at_scale": lambda: scaling.train_at_scale(epochs=1, d_head=8),
-        "train_sorter": lambda: generation.train_sorter(steps=2),
-        "train_reverser": lambda: generation.train_reverser(steps=2),
+        "train_sorter": lambda: decoders.train_sorter(steps=2),
+        "train_reverser": lambda: decoders.train_reverser(steps=2),
         "train_induction": lambda: induction.train_induction(2, seed=5, steps=2),
         "train_odd_one_out": lambda: sets.train_odd_one_out(features, members, odd,
                                                             directions=4, d_model=8),
@@ -280,14 +273,14 @@ def test_every_trainer_trains_through_train_and_leaves_the_callers_rng_alone(nam
     state = torch.random.get_rng_state()
     trainer()
     assert torch.equal(torch.random.get_rng_state(), state), f"{name} moved the caller's RNG"
-    assert calls == [1], f"{name} must train through attnlab.train.train, once"
+    assert calls == [1], f"{name} must train through attnlab.core.training.train, once"
 
 
 def test_no_module_but_train_runs_the_loop_or_seeds_torchs_global_rng():
     """One path: `train` is the only caller of `fit`, `seeded` the only seeding of a model's
     weights (exercise fixtures fork the RNG for their example inputs)."""
     for path in sorted((ROOT / "attnlab").rglob("*.py")):
-        if path.name in ("train.py", "repro.py") or "exercises" in path.parts:
+        if path.name in ("training.py", "repro.py") or "exercises" in path.parts:
             continue
         text = path.read_text()
         assert " fit(" not in text and "fit(model" not in text, path

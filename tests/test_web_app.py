@@ -1,6 +1,6 @@
-"""attnlab.web: the sentiment app as a web page. Every hostile input of issue 31 gets an answer
-or a clear message, shown as text; 50 requests from 10 concurrent clients are all answered; the
-server keeps serving after a bad request. (In a browser: tests/test_web_browser.py. How long an
+"""attnlab.views.web: the sentiment app as a web page. Every hostile input of issue 31 gets an
+answer or a clear message, shown as text; 50 requests from 10 concurrent clients are all answered;
+the server keeps serving after a bad request. (In a browser: tests/test_web_browser.py. How long an
 answer takes: benchmarks/web_app.py.)"""
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from browser_support import free_port
 from gradio_client import Client
 
 import attnlab
-from attnlab import web
-from attnlab.app import echo, token_shades
+from attnlab.views import web
+from attnlab.views.app import echo, token_shades
 
 pytestmark = pytest.mark.integration  # make test-all (CI), not make test
 

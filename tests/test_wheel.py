@@ -31,7 +31,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "attnlab/__init__.py" in names and "attnlab/classroom/runner.py" in names
-    assert "attnlab/diagrams/encoder_block.svg" in names  # package data: the pictures
+    assert "attnlab/views/diagrams/encoder_block.svg" in names  # package data: the pictures
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/"))]
 
 
@@ -43,7 +43,7 @@ def test_the_sdist_holds_the_package_and_none_of_the_tests(tmp_path):
                            capture_output=True, text=True, check=True, cwd=ROOT, timeout=300)
     with tarfile.open(tmp_path / built.stdout.strip().splitlines()[-1]) as sdist:
         names = [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
-    assert "attnlab/__init__.py" in names and "attnlab/diagrams/encoder_block.svg" in names
+    assert "attnlab/__init__.py" in names and "attnlab/views/diagrams/encoder_block.svg" in names
     assert {"LICENSE", "README.md", "pyproject.toml"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/"))]
 

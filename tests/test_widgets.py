@@ -1,4 +1,5 @@
-"""attnlab.widgets, tested without a browser: move the sliders, read back what the widgets show."""
+"""attnlab.views.widgets, tested without a browser: move the sliders, read back what the widgets
+show."""
 import math
 import re
 
@@ -9,8 +10,8 @@ import torch
 from helpers import raises_each
 
 from attnlab import scaled_dot_product_attention
-from attnlab.scaling import softmax_pair
-from attnlab.widgets import (
+from attnlab.lessons.scaling import softmax_pair
+from attnlab.views.widgets import (
     RESTART_NOTE,
     AttentionPlayground,
     NextTokenExplorer,

@@ -18,7 +18,7 @@ backend draws a figure into a PNG, every text actually drawn (visible, not empty
 visible ticks only) reports its size, `fontsize * dpi / 72`, and the chunk is added to the PNG the
 formatter returns. Why this way:
 
-- the lesson code (attnlab.plots, the notebooks) is not touched and cannot forget it;
+- the lesson code (attnlab.views.plots, the notebooks) is not touched and cannot forget it;
 - the pixels shown are the same bytes as without it; only a metadata chunk is added;
 - the size is the drawn one (after the figure's own rcParams, `fontsize=` arguments and the print
   dpi), not a guess from rcParams;

@@ -6,8 +6,8 @@ not give the answer away, a nudge first and the method after; it returns the ref
 so the rest of the notebook still runs), `○` not attempted (the placeholder is still there; the
 reference again). A *predict* check sets the guess beside the measurement with `✎`, never ✓ or
 ✗ (a prediction is not right or wrong), marks a guess first given after the measurement was
-shown, and returns None. Printed numbers are rounded (`attnlab.report.fmt`) so that a line is
-the same on any CPU.
+shown, and returns None. Printed numbers are rounded (`attnlab.plumbing.report.fmt`) so that a line
+is the same on any CPU.
 
 A check is declared, not programmed. An *implement* check is an `Implement`: its reference, how
 its inputs are made, and its classic mistakes, each a wrong implementation as a student writes
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..report import fmt
+from ..plumbing.report import fmt
 
 RIGHT, WRONG, TODO = "✓", "✗", "○"
 PREDICTED = "✎"  # a prediction set beside its measurement: never right or wrong

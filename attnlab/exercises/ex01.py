@@ -13,10 +13,10 @@ import itertools
 
 import torch
 
-from ..attention import merge_heads as reference_merge
-from ..attention import scaled_dot_product_attention
-from ..attention import split_heads as reference_split
-from ..report import fmt
+from ..core.attention import merge_heads as reference_merge
+from ..core.attention import scaled_dot_product_attention
+from ..core.attention import split_heads as reference_split
+from ..plumbing.report import fmt
 from . import (
     Implement,
     Like,

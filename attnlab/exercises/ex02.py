@@ -2,7 +2,7 @@
 
 - `std_at_256` (predict): std(q·k) at d_k = 256, guessed before it is measured;
 - `softmax_slope` (implement): the softmax's slope dw_i/ds_j = w_i(δ_ij − w_j) from the weights,
-  against `attnlab.scaling.softmax_slope`;
+  against `attnlab.lessons.scaling.softmax_slope`;
 - `multi_head_module` (implement): a multi-head attention `nn.Module` class of the student's own,
   with attnlab's weights loaded into it, against `attnlab.MultiHeadAttention` (no mask, padding,
   causal). Its answer is a class, not a function, so it is not an `Implement`: the classic
@@ -18,8 +18,8 @@ from functools import partial
 import torch
 from torch import nn
 
-from ..attention import MultiHeadAttention, causal_mask
-from ..scaling import softmax_slope as _softmax_slope
+from ..core.attention import MultiHeadAttention, causal_mask
+from ..lessons.scaling import softmax_slope as _softmax_slope
 from . import (
     Implement,
     Like,

@@ -20,15 +20,15 @@ from collections.abc import Sequence
 
 import torch
 
-from ..attention import MultiHeadAttention
-from ..blocks import EncoderBlock
-from ..data import Vocab, make_contrast_reviews
-from ..hooks import attention_maps, hooked
-from ..models import TinyTransformer
-from ..probes import attention_received as _attention_received
-from ..probes import uniform_attention
-from ..report import fmt
-from ..scaling import score_spread as reference_spread
+from ..core.attention import MultiHeadAttention
+from ..core.blocks import EncoderBlock
+from ..core.hooks import attention_maps, hooked
+from ..core.interventions import uniform_attention
+from ..core.measures import attention_received as _attention_received
+from ..core.models import TinyTransformer
+from ..lessons.data import Vocab, make_contrast_reviews
+from ..lessons.scaling import score_spread as reference_spread
+from ..plumbing.report import fmt
 from . import (
     Implement,
     Like,
@@ -307,7 +307,8 @@ zeroed_accuracy = Predict(
 # === Going further: why scale, in this model ======================================================
 
 # The shape of what the notebook passes to `accuracy_without_scale`: test accuracy after epochs
-# 1..5 of `attnlab.scaling.train_at_scale`, with scale=1.0 and with the scale (seed 0's values).
+# 1..5 of `attnlab.lessons.scaling.train_at_scale`, with scale=1.0 and with the scale (seed 0's
+# values).
 EXAMPLE_CURVES = {"scale 1.0": (0.475, 0.4975, 0.7775, 0.9, 0.955),
                   "scaled": (0.475, 0.4975, 0.59, 0.8125, 0.93)}
 EPOCH = 4  # the exercise asks for the accuracy after this many epochs

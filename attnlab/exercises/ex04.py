@@ -13,13 +13,13 @@ from functools import lru_cache
 
 import torch
 
-from ..data import Vocab
-from ..models import LEARNED_POSITION_STD
-from ..recipes import TINY
-from ..report import fmt
-from ..repro import seed_of
-from ..rope import rotary
-from ..train import fit_classifier, initial_model, task_reviews
+from ..core.models import LEARNED_POSITION_STD
+from ..core.recipes import TINY
+from ..core.rope import rotary
+from ..lessons.classifier import fit_classifier, initial_model, task_reviews
+from ..lessons.data import Vocab
+from ..plumbing.report import fmt
+from ..plumbing.repro import seed_of
 from . import Implement, Like, Predict, Verdict, as_number, check_answer, exercise
 
 contrast_without_positions = Predict(

@@ -1,12 +1,12 @@
 """The exercises of notebook 05 (a pre-trained CNN, retrieval, attention over a set), checked.
 
 - `soft_knn` (implement): soft k-nearest neighbours as attention (cosine scores, one-hot labels
-  as values, scale 1/τ), against `attnlab.retrieval.soft_knn`;
+  as values, scale 1/τ), against `attnlab.lessons.retrieval.soft_knn`;
 - `uniform_accuracy` (predict): the set model's accuracy when every attention weight is
   uniform;
 - `target_roles` (implement): how much the others attend to the odd image, and how much it
   attends to itself, per head and against uniform attention, against
-  `attnlab.probes.target_roles`;
+  `attnlab.core.measures.target_roles`;
 - `smallest_set` (explore): the smallest set on which the model, trained on sets of 10 only,
   still finds the odd image in 80 % of sets.
 
@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import retrieval, sets
-from ..probes import target_roles as _target_roles
-from ..report import fmt
+from ..core.measures import target_roles as _target_roles
+from ..lessons import retrieval, sets
+from ..plumbing.report import fmt
 from . import Implement, Like, Predict, Verdict, as_number, check_answer, exercise
 
 N_CLASSES = len(retrieval.CLASS_NAMES)
@@ -69,7 +69,7 @@ uniform_accuracy = Predict(
 # --- implement: the odd image's row and column ----------------------------------------------------
 
 def _roles_reference(weights, odd):
-    """(from_others (H,), on_itself (H,)) from `attnlab.probes.target_roles`."""
+    """(from_others (H,), on_itself (H,)) from `attnlab.core.measures.target_roles`."""
     roles = _target_roles(weights, odd)
     return roles["from_others"], roles["on_itself"]
 
@@ -189,7 +189,7 @@ def smallest_set(answer, model, features, labels):
 
     return check_answer(
         answer, judge, name="the smallest set", reference=reference,
-        hint=("build test sets of each size with attnlab.sets.odd_one_out(..., set_size=s, "
+        hint=("build test sets of each size with attnlab.lessons.sets.odd_one_out(..., set_size=s, "
               "seed=3) and measure the accuracy on each.",
               "loop over the sizes from 2 up; for each, sets.predict(model, test_emb, members) "
               "== odd, averaged, is the accuracy; the answer is the first size from which it "

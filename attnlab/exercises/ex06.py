@@ -5,7 +5,7 @@
 - `minimal_pair` (explore): the weight "it" puts on two candidates in the student's two
   sentences, in a head they choose, recomputed;
 - `reliability` (implement): the bins of a reliability diagram, against
-  `attnlab.sentiment.reliability`.
+  `attnlab.lessons.sentiment.reliability`.
 
 The implement checks run on small random tensors, not on the network.
 """
@@ -16,9 +16,9 @@ import re
 import numpy as np
 import torch
 
-from ..attention import scaled_dot_product_attention
-from ..report import fmt
-from ..sentiment import reliability as _reliability
+from ..core.attention import scaled_dot_product_attention
+from ..lessons.sentiment import reliability as _reliability
+from ..plumbing.report import fmt
 from . import (
     Implement,
     Predict,

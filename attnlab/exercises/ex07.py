@@ -4,18 +4,18 @@
   query i may attend key j (key j real and j <= i), that broadcasts to the scores
   (B, H, T, T);
 - `next_token_loss` (implement): the decoder's loss by teacher forcing, against
-  `attnlab.generation.next_token_loss`;
+  `attnlab.core.generation.next_token_loss`;
 - `unmasked_generation` (predict): the share of the sorted digits that the model trained
   without the mask gets right when it writes them itself, guessed before it is measured;
 - `top_p_filter` (implement): nucleus filtering of logits, against
-  `attnlab.generation.filter_logits`;
+  `attnlab.core.generation.filter_logits`;
 - `temperature_accuracy`, `temperature_diversity` (predict): what temperatures 0.1 and 10 do to
   the sorter's accuracy and to the number of different outputs per prompt;
 - `decoder_block` (implement): the post-norm decoder block's forward (masked self-attention,
   cross-attention, feed-forward, each with its residual and LayerNorm), against
-  `attnlab.blocks.DecoderBlock`;
+  `attnlab.core.blocks.DecoderBlock`;
 - `pre_norm_block` (implement): the same block pre-norm (x + part(LayerNorm(x)), the block of
-  GPT-2 and Llama), against `attnlab.blocks.DecoderBlock(norm="pre")`;
+  GPT-2 and Llama), against `attnlab.core.blocks.DecoderBlock(norm="pre")`;
 - `survivors` (predict, in "Going further"): which of notebook 04's position encodings still
   solve a decoder's task at twice the training length.
 
@@ -26,12 +26,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..attention import causal_mask
-from ..attention_args import broadcast
-from ..blocks import DecoderBlock
-from ..generation import VOCAB, filter_logits, sort_task
-from ..generation import next_token_loss as reference_loss
-from ..models import DecoderOnly
+from ..core.attention import causal_mask
+from ..core.attention_args import broadcast
+from ..core.blocks import DecoderBlock
+from ..core.generation import filter_logits
+from ..core.generation import next_token_loss as reference_loss
+from ..core.models import DecoderOnly
+from ..lessons.decoders import VOCAB, sort_task
 from . import (
     Implement,
     Like,

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import torch
 
-from ..attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention
-from ..kv_cache import KVCache, recompute_step
-from ..kv_cache import bytes_per_token as reference_bytes
-from ..kv_cache import decode_step as reference_step
-from ..online_softmax import empty_state
-from ..online_softmax import online_update as reference_update
+from ..core.attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention
+from ..core.kv_cache import KVCache, recompute_step
+from ..core.kv_cache import bytes_per_token as reference_bytes
+from ..core.kv_cache import decode_step as reference_step
+from ..core.online_softmax import empty_state
+from ..core.online_softmax import online_update as reference_update
 from . import (
     Implement,
     Like,
@@ -168,7 +168,7 @@ def _judge_step(fn):
 def decode_step(fn):
     """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
     multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
-    it is right at every step, else `attnlab.kv_cache.decode_step`."""
+    it is right at every step, else `attnlab.core.kv_cache.decode_step`."""
     return check_answer(
         fn, _judge_step, name="decode_step", reference=reference_step,
         success="matches recomputing the whole prefix at 5 positions of two grouped-query "

@@ -1,7 +1,7 @@
 """The exercises of notebook 09 (in-context learning and induction heads), checked.
 
 - `induction_score` (implement): a head's induction score from its attention maps, against
-  `attnlab.probes.induction_score`;
+  `attnlab.core.measures.induction_score`;
 - `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens;
 - `induction_layer` (predict): which layer of the two-layer model holds the induction heads;
 - `shorter_repeat` (explore): train the two-layer model on repeats of 3 to 6 tokens and report
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from ..induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
-from ..probes import induction_score as reference_score
-from ..probes import previous_occurrence, previous_token_score
-from ..recipes import INDUCTION
-from ..report import fmt
+from ..core.measures import induction_score as reference_score
+from ..core.measures import previous_occurrence, previous_token_score
+from ..core.recipes import INDUCTION
+from ..lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
+from ..plumbing.report import fmt
 from . import Implement, Like, Predict, as_number, check_answer, exercise
 
 # --- the induction score ---------------------------------------------------------------------
@@ -68,7 +68,7 @@ PREVIOUS_TOKEN = "you scored key t - 1, the token right before the query: that i
 induction_score = Implement(
     "induction_score", reference_score, _score_inputs, what="your score",
     view=lambda score, *_: score.double(),  # a float32 score is named by its mistake too
-    success="matches attnlab.probes.induction_score on 2 batches of random attention maps",
+    success="matches attnlab.core.measures.induction_score on 2 batches of random attention maps",
     mistakes=[
         Like(lambda w, t: _at(w, previous_occurrence(t), _had(t)),
              "you scored the previous occurrence itself (key s); an induction head reads the "

@@ -2,7 +2,7 @@
 
 - `dequantize_q4_1` (implement): one Q4_1 block of the GGUF file (20 bytes) -> its 32 numbers;
 - `repeat_loss` (predict): the loss on the repeated copy of a random sequence;
-- (the induction score, written in notebook 09, is the library's `probes.induction_score` here);
+- (the induction score, written in notebook 09, is the library's `measures.induction_score`);
 - `heads_to_break_copy` (explore): how many top induction heads, made uniform, bring the loss
   on the repeated copy to half the first copy's;
 - `rms_norm`, `swiglu` (implement): the Llama block's norm and feed-forward layer;
@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ..blocks import LlamaBlock, SwiGLU
-from ..gguf import Q4_1, dequantize
-from ..report import fmt
-from ..rope import rotary
+from ..core.blocks import LlamaBlock, SwiGLU
+from ..core.rope import rotary
+from ..plumbing.report import fmt
+from ..pretrained.gguf import Q4_1, dequantize
 from . import (
     Implement,
     Like,
@@ -75,7 +75,7 @@ def _high(b):
 
 dequantize_q4_1 = Implement(
     "dequantize_q4_1", _reference, _blocks, what="your numbers", atol=1e-6, view=_float,
-    refuse=(dequantize,), success="matches attnlab.gguf.dequantize on 4 Q4_1 blocks",
+    refuse=(dequantize,), success="matches attnlab.pretrained.gguf.dequantize on 4 Q4_1 blocks",
     mistakes=[
         Like(lambda b: _d(b) * torch.stack([_low(b), _high(b)], 1).flatten() + _m(b),
              "you interleaved the halves (number 2i from the low half of byte i, 2i + 1 from "
