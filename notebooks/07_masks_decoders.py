@@ -475,7 +475,7 @@ print("output", tuple(out.shape), " weights", tuple(w.shape))
 # The sorter, decoder-only, skips the middle line.
 #
 # **Your turn:** write `my_decoder_block(block, x, context, mask)` for an
-# `attnlab.core.blocks.DecoderBlock`, with parts `block.self_attn`, `block.cross_attn` (both
+# `attnlab.DecoderBlock`, with parts `block.self_attn`, `block.cross_attn` (both
 # `MultiHeadAttention`, returning (output, weights)), `block.ff`, `block.norm1`, `norm2` and
 # `norm3`. `context` is None without cross-attention.
 #

@@ -119,7 +119,7 @@ def test_the_measures_refuse_what_is_not_callable():
 @pytest.mark.integration  # a subprocess, a kernel, a build or other kernels: make test-all
 def test_peak_memory_keeps_stderr_clean():
     """The notebook must not print the profiler's start/stop log lines on stderr."""
-    code = ("import torch; from attnlab import cost; "
+    code = ("import torch; from attnlab.lessons import cost; "
             "print(cost.peak_memory(lambda: torch.empty(10)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr == "" and int(out.stdout) >= 40
