@@ -78,7 +78,7 @@ test-all: test      ## CI: make test, then the browser, server and build tests, 
 	$(MAKE) --no-print-directory replicate
 
 # Another CPU, as far as it can be made here: PyTorch's portable kernels, and every float32
-# output of a pre-trained network (the inputs of the trainings in 05 and 06) one ulp up. On a
+# output of a pre-trained network (the inputs of the trainings in 06 and 07) one ulp up. On a
 # CPU with AVX-512 the full edition runs once more on the AVX2 kernels, whose float sums round
 # otherwise (03's warm-up runs came out other runs there): recorded on one, checked on both.
 # The student edition runs once, here, on the portable kernels: it is the full edition's

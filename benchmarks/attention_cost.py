@@ -1,4 +1,4 @@
-"""Benchmark: what attention costs on this machine, in the three forms notebook 08 measures.
+"""Benchmark: what attention costs on this machine, in the three forms notebook 09 measures.
 
     .venv/bin/python benchmarks/attention_cost.py [--lengths 256 512 1024 2048] [--clock wall]
 

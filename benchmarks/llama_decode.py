@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/llama_decode.py [--prompt 32] [--steps 32] [--repeats 3]
 
 Greedy decoding from a prompt of `--prompt` tokens, `--steps` new tokens, on one torch thread:
-1. `attnlab.core.generation.generate` with its KV caches (notebook 08's `KVCache`, one per layer);
+1. `attnlab.core.generation.generate` with its KV caches (notebook 09's `KVCache`, one per layer);
 2. the same without caches (every step runs the whole sequence again);
 3. a plain decoder written here in Hugging Face's form from the same weights (rotate-half
    rotary on un-permuted q/k rows, `F.scaled_dot_product_attention` with `enable_gqa`, a cache

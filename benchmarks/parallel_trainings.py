@@ -3,8 +3,8 @@
 Baseline: the calls one after another in this process (ATTNLAB_WORKERS=1, as a 1-core machine
 or macOS runs them). Ours: `attnlab.plumbing.parallel.parallel_map` with every core this process may
 use. Both run here, in one process, on one torch thread each, on the same calls; the results are
-checked to be the same bits. The workloads are the slow cells of notebooks 03, 05 and 09: four more
-seeds of 03's classifier, 05's MobileNetV2 embeddings of 1,000 images, and 09's two- and one-layer
+checked to be the same bits. The workloads are the slow cells of notebooks 03, 06 and 09: four more
+seeds of 03's classifier, 06's MobileNetV2 embeddings of 1,000 images, and 10's two- and one-layer
 models for seeds 1 and 2.
 
     python benchmarks/parallel_trainings.py

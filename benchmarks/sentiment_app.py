@@ -1,4 +1,4 @@
-"""How long the sentiment app makes a student wait, per review (notebook 06).
+"""How long the sentiment app makes a student wait, per review (notebook 07).
 
 No test asserts a time (a loaded machine must not fail them); it is measured here. First how
 long `SentimentApp()` takes to build its default models from nothing (DESIGN: at most ~30 s on

@@ -306,7 +306,7 @@ ex01.predict_winner(winner_guess, w4[0])
 # still wins, 2.0 against 1.4: $q \cdot k = \lVert q\rVert\,\lVert k\rVert \cos\theta$, the
 # agreement of the directions times both lengths. A key wins by pointing the query's way *or* by
 # being long. To compare directions alone, scale every vector to length 1 first; then
-# $q \cdot k$ is the cosine. Notebook 05 does that before retrieving images by their embeddings.
+# $q \cdot k$ is the cosine. Notebook 06 does that before retrieving images by their embeddings.
 
 # %% [markdown]
 # ## Several heads over a sentence
@@ -501,7 +501,7 @@ assert identical, "without positions, equal tokens must attend identically"
 
 # %% [markdown]
 # They do not differ: both tokens have the same embedding, and nothing here tells the layer
-# *where* a token sits, so it cannot tell them apart. Notebook 04 adds positions and measures
+# *where* a token sits, so it cannot tell them apart. Notebook 05 adds positions and measures
 # when that matters.
 
 # %% [markdown]

@@ -269,8 +269,8 @@ show_figure()
 #
 # All of this is about queries and keys whose entries have variance 1. Whether a model's
 # queries and keys look like that is a question about the model, and nothing above answers it:
-# notebook 03 trains a model, and its *Going further* part asks it of that model's scores, and
-# what the scale changes while the model trains.
+# notebook 03 trains a model, and notebook 04's *Going further* asks it of that model's scores,
+# and what the scale changes while the model trains.
 
 # %% [markdown]
 # ## 4 · Your own multi-head attention module
@@ -321,7 +321,7 @@ class MyMultiHeadAttention(nn.Module):
 MultiHead = ex02.multi_head_module(MyMultiHeadAttention)  # yours if right, attnlab's otherwise
 
 # %% [markdown]
-# Your module with a causal mask, the mask of every decoder (notebook 07): a query may read
+# Your module with a causal mask, the mask of every decoder (notebook 08): a query may read
 # itself and the tokens before it. The weights of the first head, on six random tokens:
 
 # %%
@@ -343,7 +343,7 @@ assert torch.allclose(weights[0, :, 0, 0], torch.ones(4)), "the first query read
 # Every weight above the diagonal is exactly 0: $e^{-\infty} = 0$, so no query reads a later
 # token, and the first query, which has only itself, gives itself all of its weight. The
 # library's `MultiHeadAttention` does the same, with grouped-query heads and rotary positions
-# added (notebooks 04 and 08).
+# added (notebooks 05 and 09).
 
 # %% [markdown]
 # ## What we learned
@@ -355,6 +355,6 @@ assert torch.allclose(weights[0, :, 0, 0], torch.ones(4)), "the first query read
 #   saturated softmax passes almost no gradient: at $d_k = 1024$ the query gets hundreds of
 #   times less gradient without the scale than with it.
 # - All of this holds for queries and keys with entries of variance 1. A trained model's are
-#   learned: notebook 03 measures its own (in *Going further*).
+#   learned: notebook 04 measures notebook 03's (in *Going further*).
 # - A multi-head attention module is four `nn.Linear` layers around that formula, each head
 #   scaled by $1/\sqrt{d_{head}}$; yours, with attnlab's weights, computes what attnlab's does.

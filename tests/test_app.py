@@ -176,7 +176,7 @@ def test_a_failure_shows_a_message_not_a_traceback(app, monkeypatch):
 
 
 def test_pre_training_carries_to_unseen_synonyms(app):
-    """The claim of notebook 06 in small: the pre-trained encoder's head copes with sentiment
+    """The claim of notebook 07 in small: the pre-trained encoder's head copes with sentiment
     words nobody trained it on; the tiny model, which reads them as <unk>, cannot."""
     unseen = data.make_reviews(120, seed=1, positive=data.UNSEEN_POSITIVE,
                                negative=data.UNSEEN_NEGATIVE)
@@ -207,7 +207,7 @@ ORDINARY = {
 
 def test_ordinary_reviews_get_the_right_label_in_either_order(app):
     """Issue 51: the pooling head reads which clause comes after "but"/"yet" (the linear head on
-    a mean did not: 06's Going further), and so does the app."""
+    a mean did not: 07's Going further), and so does the app."""
     wrong = {text: app.analyze(text)["label"] for text, label in ORDINARY.items()
              if app.analyze(text)["label"] != label}
     assert not wrong, wrong

@@ -122,7 +122,7 @@ def test_validation_errors_name_the_problem():
     ], ValueError)
 
 
-# --- the causal mask, masked self-attention and cross-attention (notebook 07) ---------------
+# --- the causal mask, masked self-attention and cross-attention (notebook 08) ---------------
 
 def test_causal_mask_is_true_on_and_below_the_diagonal():
     mask = attnlab.causal_mask(4)

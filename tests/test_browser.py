@@ -148,7 +148,7 @@ def lab(tmp_path_factory):
     for source in NOTEBOOKS.glob("01_*.ipynb"):  # a copy: the stored notebook stays untouched
         shutil.copyfile(source, root / source.name)
     # The sentiment app as a student starts it (`attnlab.SentimentApp()` with no arguments): a
-    # notebook of its own, since running all of notebook 06 here would repeat what nbval runs.
+    # notebook of its own, since running all of notebook 07 here would repeat what nbval runs.
     source = ("import attnlab\n\nattnlab.seed_everything(0)\n"
               "app = attnlab.SentimentApp()\napp.display()")
     app = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
@@ -344,7 +344,7 @@ def _type_review(app, text: str):
 
 
 def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
-    with evidence(page, lab, "06-sentiment"):
+    with evidence(page, lab, "07-sentiment"):
         open_and_run(page, lab, APP_NOTEBOOK)
         app = page.locator(".attnlab-sentiment").first
         expect(app).to_be_visible(timeout=WIDGET_UPDATE * 1000)
@@ -354,7 +354,7 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
         minilm = result.locator('.attnlab-sentiment-model[data-model="minilm"]')
         expect(minilm.locator(".attnlab-sentiment-label")).to_have_count(1)
         before = _prediction(minilm)
-        app.screenshot(path=str(ARTIFACTS / "06-sentiment-before.png"))
+        app.screenshot(path=str(ARTIFACTS / "07-sentiment-before.png"))
         assert not axe_violations(page, _axe_script(), _named(".attnlab-sentiment"), NAME_RULES)
 
         # A review of the opposite sentiment, in words the models were trained on.
@@ -367,7 +367,7 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
         after = _prediction(minilm)
         assert after != before, f"the prediction did not change: {before!r} -> {after!r}"
         assert after.startswith(expected), f"{review!r} read as {after!r}"
-        app.screenshot(path=str(ARTIFACTS / "06-sentiment-review.png"))
+        app.screenshot(path=str(ARTIFACTS / "07-sentiment-review.png"))
 
         markup = "<b>x</b><script>"
         _type_review(app, markup)
@@ -376,7 +376,7 @@ def test_sentiment_app_answers_what_is_typed_and_shows_html_as_text(page, lab):
         assert result.locator("script").count() == 0
         bold_x = page.locator("b", has_text=re.compile(r"^\s*x\s*$"))
         assert bold_x.count() == 0, "<b>x</b> became bold text"
-        app.screenshot(path=str(ARTIFACTS / "06-sentiment-html-as-text.png"))
+        app.screenshot(path=str(ARTIFACTS / "07-sentiment-html-as-text.png"))
 
         # The answer is always of the text in the box: a review sent with Enter, then another
         # typed and Analyse clicked at once (issue 51: that click re-analysed the previous

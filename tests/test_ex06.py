@@ -1,180 +1,85 @@
-"""Notebook 06's exercises: right answers written in other ways, the explore and predict checks'
-cases, and what the tables of mistakes do not hold (the tables: tests/test_exercises.py; hostile
-answers: there too). A stand-in for `attention_maps` for the checks; MiniLM (0.5 s to load) for
-the measurements behind them (`encode_without_key`, `reliability`) and one real minimal pair."""
-import numpy as np
-import pytest
+"""Notebook 06's exercises: right answers written in other ways, the predict and explore cases,
+and the cases the tables of mistakes do not hold (the tables: tests/test_exercises.py; hostile
+answers: there too). Synthetic tensors only: no MobileNetV2, no Fashion-MNIST."""
 import torch
+import torch.nn.functional as F
 from exercise_doubles import expect
 
-from attnlab.core.attention import scaled_dot_product_attention
+import attnlab
 from attnlab.exercises import ex06
-from attnlab.lessons.sentiment import encode_without_key, reliability
 
 
-def test_uniform_cosine(capsys):
-    expect(capsys, ex06.uniform_cosine, [0.5], "✎",
-           "; measured 0.44 (within 0.15). With every weight equal", 0.439)
-    expect(capsys, ex06.uniform_cosine, [0.95], "✎",  # "attention only fine-tunes the vectors"
-           "(0.51 apart) (written after", 0.439)
+def unit(queries, database):
+    return F.normalize(queries, dim=1), F.normalize(database, dim=1)  # (N_q, D), (N_d, D)
 
 
-def right(q, k, v, key, how):
-    hidden = torch.arange(k.shape[-2]) == key[:, None]  # (B, S)
-    if how == "mask":
-        return scaled_dot_product_attention(q, k, v, ~hidden[:, None, None, :])[0]
-    return scaled_dot_product_attention(q, k, v * ~hidden[:, None, :, None])[0]
+def soft_with(queries, database, labels, tau, *, normalise=True, scale="1/tau", classes=10):
+    q, k = unit(queries, database) if normalise else (queries, database)
+    v = F.one_hot(labels, classes).to(q.dtype)  # (N_d, 10)
+    scale = {"1/tau": 1 / tau, "tau": tau, "default": None}[scale]
+    return attnlab.scaled_dot_product_attention(q, k, v, scale=scale)
 
 
-def value_as_column(q, k, v, key, how):
-    """"value" done as zeroing the column after the softmax: the same output, so right."""
-    if how == "mask":
-        return right(q, k, v, key, how)
-    _, w = scaled_dot_product_attention(q, k, v)
-    return w.masked_fill((torch.arange(k.shape[-2]) == key[:, None])[:, None, None, :], 0.0) @ v
+def soft_written_out(queries, database, labels, tau):
+    q, k = unit(queries, database)
+    weights = torch.softmax(q @ k.T / tau, dim=1)  # (N_q, N_d)
+    return weights @ F.one_hot(labels, 10).double(), weights
 
 
-def test_without_key(capsys):
-    answers = [right, value_as_column]
-    assert expect(capsys, ex06.without_key, answers, "✓",
-                  "without_key: matches attnlab's version on 6 random inputs.") == answers
-    expect(capsys, ex06.without_key, [lambda q, k, v, key, how: right(q, k, v, key, "mask")],
-           "✗", 'your output for how="value" differs from the reference')  # `how` ignored
-
-
-# --- explore: a minimal pair ----------------------------------------------------------------------
-
-PAIR, CANDIDATES, HEAD, MAPS = ex06.minimal_pair.exercise.args()  # a stand-in for MiniLM's maps
-
-
-def weights_of(head=HEAD, read_from=False):  # what "it" puts on each candidate (or the reverse)
-    rows = []
-    for sentence in PAIR:
-        tokens, maps = MAPS(sentence)
-        w = maps[head[0]][0, head[1]]  # (T, T)
-        w = w.T if read_from else w
-        rows.append([float(w[tokens.index("it"), tokens.index(c)]) for c in CANDIDATES])
-    return rows
-
-
-def test_minimal_pair_recomputes_the_students_weights(capsys):
-    ok = weights_of()
-    moved = (ok[1][1] - ok[1][0]) - (ok[0][1] - ok[0][0])
-    got = expect(capsys, ex06.minimal_pair, [ok, np.array(ok), torch.tensor(ok)], "✓",
-                 f"the one word moved it by {moved:+.2f} towards 'cat'",
-                 PAIR, CANDIDATES, HEAD, MAPS)
-    assert got[0] is ok
-    reference = ex06.minimal_pair(..., PAIR, CANDIDATES, HEAD, MAPS)
-    assert torch.allclose(reference, torch.tensor(ok, dtype=torch.float64))
-    capsys.readouterr()
-    expect(capsys, ex06.minimal_pair, [ok], "○", "choose a (layer, head)",
-           PAIR, CANDIDATES, (..., ...), MAPS)
-
-
-def test_minimal_pair_names_what_is_wrong(capsys):
-    for weights, words in [
-        (np.array(weights_of()).T.tolist(), "your rows are the candidates"),
-        (weights_of(read_from=True), 'the weights each candidate puts on "it"'),
-        (weights_of(head=(0, 0)), "not the weights recomputed from your sentences"),
-        ([0.1, 0.2, 0.3, 0.4], "weights should be 2 x 2 numbers"),
+def test_soft_knn(capsys):
+    answers = [soft_with, soft_written_out]
+    assert expect(capsys, ex06.soft_knn, answers, "✓", "soft k-NN as attention: matches "
+                  "attnlab's version on 3 random inputs.") == answers
+    for answers, words in [  # it names no mistake: the comparison's words
+        ([lambda *a: soft_with(*a, normalise=False), lambda *a: soft_with(*a, scale="default"),
+          lambda *a: soft_with(*a, scale="tau")], "differs from the reference"),
+        ([lambda *a: soft_with(*a, classes=-1)], "expected (3, 10)"),  # one_hot's own count
+        ([lambda *a: tuple(t.float() for t in soft_with(*a))],
+         "dtype torch.float32, expected torch.float64"),
+        ([lambda *a: soft_with(*a)[0]], "tuple of 2 tensors"),  # the probabilities only
+        ([lambda q, d, labels, tau: attnlab.scaled_dot_product_attention(  # int64 values
+            *unit(q, d), F.one_hot(labels, 10), scale=1 / tau)], "raised TypeError"),
     ]:
-        expect(capsys, ex06.minimal_pair, [weights], "✗", words, PAIR, CANDIDATES, HEAD, MAPS)
-    for pair, candidates, head, words in [
-        (("The dog bit the cat because it was angry.",
-          "The cat bit the dog because it was angry."), CANDIDATES, HEAD,
-         "the same but for one word"),
-        (("The dog bit the cat since he was angry.", "The dog bit the cat since he was scared."),
-         CANDIDATES, HEAD, 'hold the word "it" exactly once'),
-        (PAIR, ("dog", "mouse"), HEAD, "hold the candidate 'mouse' exactly once"),
-        ("The dog bit the cat.", CANDIDATES, HEAD, "pair should be two sentences"),
-        (PAIR, CANDIDATES, (2, 0), "the layer should be a whole number from 0 to 1"),
+        expect(capsys, ex06.soft_knn, answers, "✗", words)
+
+
+def test_uniform_accuracy(capsys):
+    expect(capsys, ex06.uniform_accuracy, [0.8], "✎",
+           "measured 0.805 (within 0.1). Uniform weights are not 'no attention'", 0.805)
+    expect(capsys, ex06.uniform_accuracy, [0.1], "✎",  # chance, as in notebook 03
+           "(0.705 apart) (written after the measurement was shown). Uniform weights", 0.805)
+
+
+def roles(weights, odd):
+    B, H, T, _ = weights.shape
+    rows = torch.arange(B)
+    column = weights[rows, :, :, odd]  # (B, H, T)
+    own = weights[rows, :, odd, odd]  # (B, H)
+    return ((column.sum(-1) - own) / (T - 1) * T).mean(0), (own * T).mean(0)
+
+
+def test_target_roles(capsys):
+    answers = [roles, lambda w, o: (attnlab.core.measures.target_roles(w, o)["from_others"],
+                                    attnlab.core.measures.target_roles(w, o)["on_itself"])]
+    assert expect(capsys, ex06.target_roles, answers, "✓",
+                  "your two scores are attnlab's, per head, on random weights.") == answers
+    for answer, words in [
+        (lambda w, o: tuple(r.mean() for r in roles(w, o)), "has shape (), expected (3,)"),
+        (lambda w, o: roles(w, o)[0], "tuple of 2 tensors"),
     ]:
-        assert expect(capsys, ex06.minimal_pair, [[[0.1, 0.2], [0.3, 0.4]]], "✗", words,
-                      pair, candidates, head, MAPS) == [None], words
+        expect(capsys, ex06.target_roles, [answer], "✗", words)
 
 
-# --- implement: reliability bins ------------------------------------------------------------------
-
-def bins_by_loop(confidence, correct, n_bins):
-    width = 0.5 / n_bins
-    count = torch.zeros(n_bins, dtype=torch.int64)
-    conf = torch.full((n_bins,), float("nan"), dtype=confidence.dtype)
-    acc = conf.clone()
-    for b in range(n_bins):
-        upper = confidence < 0.5 + (b + 1) * width if b < n_bins - 1 else confidence <= 1
-        inside = (confidence >= 0.5 + b * width) & upper
-        count[b] = inside.sum()
-        if count[b]:
-            conf[b], acc[b] = confidence[inside].mean(), correct[inside].to(conf.dtype).mean()
-    return count, conf, acc
-
-
-def test_reliability(capsys):
-    answers = [reliability, bins_by_loop]
-    assert expect(capsys, ex06.reliability, answers, "✓",
-                  "reliability: matches attnlab's version on 3 random inputs") == answers
-
-
-def test_reliability_arguments():
-    count, conf, acc = reliability(torch.tensor([0.5, 0.75, 1.0]), torch.tensor([1, 0, 1]), 2)
-    assert count.tolist() == [1, 2] and conf.tolist() == [0.5, 0.875] and acc.tolist() == [1, 0.5]
-    with pytest.raises(ValueError, match="confidence must be in"):
-        reliability(torch.tensor([0.2]), torch.tensor([1]))
-    with pytest.raises(ValueError, match="same length"):
-        reliability(torch.tensor([0.7, 0.8]), torch.tensor([1]))
-
-
-# --- the measurements behind them, on MiniLM ------------------------------------------------------
-
-SENTENCES = ["The cat sat on the mat because it was tired.", "A man is playing a guitar."]
-
-
-def test_hiding_cls_moves_more_than_zeroing_its_value(minilm):
-    original = minilm.encode(SENTENCES)                                       # (2, 384)
-    hidden = encode_without_key(minilm, SENTENCES, 0)                         # (2, 384)
-    zeroed = encode_without_key(minilm, SENTENCES, 0, how="value")
-    assert hidden.shape == zeroed.shape == (2, 384)
-    assert torch.allclose(hidden.norm(dim=1), torch.ones(2), atol=1e-5)
-    assert ((zeroed * original).sum(1) > 0.98).all()
-    assert ((hidden * original).sum(1) < 0.9).all()
-    assert torch.allclose(minilm.encode(SENTENCES), original)               # no hook left behind
-
-
-def test_a_word_of_several_pieces_is_taken_out_whole(minilm):
-    texts = ["the plot was mediocre", "a mediocre plot"]                     # med ##io ##cre
-    assert minilm.tokenize(texts).word_ids[0] == [None, 0, 1, 2, 3, 3, 3, None]
-    by_word = encode_without_key(minilm, texts, word_index=[3, 1])
-    pieces = [encode_without_key(minilm, [texts[0]], p) for p in (4, 5, 6)]
-    assert not any(torch.allclose(by_word[0], p[0], atol=1e-4) for p in pieces)  # all three
-    first = encode_without_key(minilm, texts, word_index=[0, 0])
-    assert torch.allclose(first, encode_without_key(minilm, texts, 1), atol=1e-6)  # one piece
-
-
-def test_encode_without_key_positions_and_arguments(minilm):
-    lengths = [len(t) for t in minilm.tokenize(SENTENCES).tokens]           # [13, 9]
-    last = encode_without_key(minilm, SENTENCES, -1)
-    one = encode_without_key(minilm, SENTENCES[1:], lengths[1] - 1)        # the same [SEP]
-    assert torch.allclose(last[1], one[0], atol=1e-5)
-    with pytest.raises(ValueError, match="position"):
-        encode_without_key(minilm, SENTENCES, 9)
-    with pytest.raises(TypeError, match="encoder"):
-        encode_without_key("minilm", SENTENCES, 0)
-    with pytest.raises(TypeError, match="not both"):
-        encode_without_key(minilm, SENTENCES, 0, word_index=[0, 0])
-    with pytest.raises(ValueError, match="one entry per sentence"):
-        encode_without_key(minilm, SENTENCES, word_index=[0])
-    with pytest.raises(ValueError, match=r"word_index\[1\]"):
-        encode_without_key(minilm, SENTENCES, word_index=[0, 7])
-
-
-def test_a_real_minimal_pair_and_a_candidate_of_several_pieces(minilm, capsys):
-    pair = ("The cat sat on the mat because it was tired.",
-            "The cat sat on the mat because it was soft.")
-    reference = ex06.minimal_pair(..., pair, ("cat", "mat"), (3, 1), minilm.attention_maps)
-    assert capsys.readouterr().out.startswith("○") and reference.shape == (2, 2)
-    expect(capsys, ex06.minimal_pair, [reference.tolist()], "✓", "in layer 3, head 1",
-           pair, ("cat", "mat"), (3, 1), minilm.attention_maps)
-    odd = ("The cat sat on the mediocre mat because it was tired.",
-           "The cat sat on the mediocre mat because it was soft.")
-    expect(capsys, ex06.minimal_pair, [reference.tolist()], "✗", "'mediocre' is not one word piece",
-           odd, ("cat", "mediocre"), (3, 1), minilm.attention_maps)
+def test_smallest_set(capsys):
+    data = ex06.smallest_set.exercise.args()  # a mean-based stand-in model on clear clusters
+    found = ex06._accuracies(*data)
+    assert found[2] < 0.6 < 0.8 < found[3] and min(found.values()) == found[2]
+    got = expect(capsys, ex06.smallest_set, [3, 3.0, torch.tensor(3)], "✓",
+                 "on sets of 3, 0.511 on sets of 2. Without positions", *data)
+    assert got[0] == 3
+    expect(capsys, ex06.smallest_set, [2], "✗", "0.511 on sets of 2: below 80%", *data)
+    expect(capsys, ex06.smallest_set, [5], "✗", "on sets of 5: a smaller set still reaches",
+           *data)
+    for wrong in (2.5, 13, 1):
+        assert expect(capsys, ex06.smallest_set, [wrong], "✗", "is not a set size from 2 to 12",
+                      *data) == [3]

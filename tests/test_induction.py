@@ -1,4 +1,4 @@
-"""attnlab.lessons.induction (notebook 09): the repeat task's structure, the attention-only model's
+"""attnlab.lessons.induction (notebook 10): the repeat task's structure, the attention-only model's
 shapes and causality, training through the one loop; and the head measurements it uses from
 attnlab.core.measures and interventions (the previous-token and induction scores on hand-made maps,
 zero_heads)."""

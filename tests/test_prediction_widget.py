@@ -1,4 +1,4 @@
-"""attnlab.views.widgets.PredictionComparison (notebook 04), tested without a browser: type into the
+"""attnlab.views.widgets.PredictionComparison (notebook 05), tested without a browser: type into the
 text field, read back what the widget shows."""
 import re
 

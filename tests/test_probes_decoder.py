@@ -1,6 +1,6 @@
 """attnlab.core.interventions.hide_key (a key taken out of attention: as a mask, or its value
 zeroed) and pointing_scores (weight on the keys a query needs, against an even spread): notebook
-07's probes of the sorter's BOS sink and of where its heads point."""
+08's probes of the sorter's BOS sink and of where its heads point."""
 import pytest
 import torch
 

@@ -167,7 +167,7 @@ def test_resize_is_the_bilinear_resize_in_whole_numbers():
 def test_embeddings_are_the_same_bits_on_the_portable_kernels(images):
     """The resize and the pooling are written so that no kernel's summation order enters them:
     ATen's portable kernels give the same bits. The convolutions (oneDNN) need not: an Intel
-    Xeon with AVX-512 gave other last bits. Notebook 05 does not depend on them, since its
+    Xeon with AVX-512 gave other last bits. Notebook 06 does not depend on them, since its
     training is not chaotic (tests/test_sets.py, and make test-portable's one-ulp nudge)."""
     need("mobilenet_v2_0.35")
     threads = torch.get_num_threads()

@@ -45,8 +45,8 @@ def test_runs_in_order_reports_failures_and_writes_the_sites_pages(tmp_path, mon
 def test_unknown_notebook_names_are_refused(tmp_path, monkeypatch):
     (tmp_path / "01_ok.py").write_text(HEADER + "# %%\n1\n")
     monkeypatch.setattr(series, "NOTEBOOK_DIR", tmp_path)
-    with pytest.raises(SystemExit, match=r"no notebook matches \['09'\]; known: \['01_ok'\]"):
-        series.notebook_paths(["09"])
+    with pytest.raises(SystemExit, match=r"no notebook matches \['10'\]; known: \['01_ok'\]"):
+        series.notebook_paths(["10"])
 
 
 def test_notebook_lists_ignore_the_student_edition(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""attnlab.lessons.sets (the odd-one-out task of notebook 05) and
+"""attnlab.lessons.sets (the odd-one-out task of notebook 06) and
 attnlab.core.measures.target_roles.
 
 Synthetic features only (no MobileNetV2): ten well-separated clusters stand in for the
@@ -82,7 +82,7 @@ def test_the_model_finds_the_odd_one_and_trains_the_same_twice(trained):
 def test_training_is_not_chaotic_one_ulp_in_the_features_moves_nothing_printed():
     """Another CPU computes the embeddings with other last bits: the trained weights must move
     by about as much as their inputs, and no prediction may change. (On these clusters even
-    lr 3e-3 passes; notebook 05's real features are the hard case, checked by make
+    lr 3e-3 passes; notebook 06's real features are the hard case, checked by make
     test-portable, which runs the notebook on embeddings moved one ulp.)"""
     features, labels = clusters(n_per_class=60)
     members, odd = sets.odd_one_out(labels[:400], 10000, seed=1)

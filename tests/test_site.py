@@ -240,8 +240,8 @@ def test_unexecuted_notebook_is_refused_with_the_fix(tmp_path):
     with pytest.raises(ValueError, match=r"03_train.ipynb has code cells that were never "
                                          r"executed.*make notebooks NB=03"):
         site.load_executed(path)
-    with pytest.raises(FileNotFoundError, match="make notebooks NB=04"):
-        site.load_executed(tmp_path / "04_missing.ipynb")
+    with pytest.raises(FileNotFoundError, match="make notebooks NB=05"):
+        site.load_executed(tmp_path / "05_missing.ipynb")
 
 
 def test_widgets_become_a_note_and_their_state_is_dropped(notebooks):
@@ -333,11 +333,11 @@ def test_rebuilding_one_notebook_keeps_the_others_in_the_index(notebooks, fake_m
 def test_a_page_that_would_load_from_a_cdn_is_not_written(tmp_path, fake_modules):
     nb = _lesson()
     nb.cells.append(new_markdown_cell('<img src="https://example.org/diagram.png">'))
-    path = tmp_path / "05_cdn.ipynb"
+    path = tmp_path / "06_cdn.ipynb"
     nbformat.write(nb, path)
-    with pytest.raises(RuntimeError, match=r"05_cdn.html would load from the network.*diagram.png"):
+    with pytest.raises(RuntimeError, match=r"06_cdn.html would load from the network.*diagram.png"):
         site.build("html", [path], tmp_path / "site", modules=fake_modules)
-    assert not (tmp_path / "site" / "05_cdn.html").exists()
+    assert not (tmp_path / "site" / "06_cdn.html").exists()
 
 
 @pytest.fixture(scope="module")
@@ -486,21 +486,21 @@ def test_the_measure_finds_slides_too_tall_or_too_wide_and_figures_take_the_box_
         "text/html": '<div style="width: 2000px">a row of 2000 px</div>', "text/plain": "wide"})]
     nb.cells[7].outputs = [new_output("display_data", data={"image/png": _figure_png(14, 3, 12)}),
                            new_output("display_data", data={"image/png": _figure_png(4, 8, 8)})]
-    path = tmp_path / "09_sizes.ipynb"
+    path = tmp_path / "10_sizes.ipynb"
     nbformat.write(nb, path)
     deck = site.build("slides", [path], tmp_path / "slides", modules=modules)[0]
     seen, overflowing = measure.measure([deck])
     assert seen == 4
     assert [(o["deck"], o["h"], o["v"], o["number"], o["heading"]) for o in overflowing] == [
-        ("09_sizes.slides.html", 1, 0, 2, "Too tall"),
-        ("09_sizes.slides.html", 2, 0, 3, "Too wide"),
-        ("09_sizes.slides.html", 3, 0, 4, "Figures")]  # two figures, each as large as it may be
+        ("10_sizes.slides.html", 1, 0, 2, "Too tall"),
+        ("10_sizes.slides.html", 2, 0, 3, "Too wide"),
+        ("10_sizes.slides.html", 3, 0, 4, "Figures")]  # two figures, each as large as it may be
     # a wide output scrolls sideways in its own box (JupyterLab's output area): caught inside
     assert [o["kind"] for o in overflowing] == ["too tall", "scrolls inside", "too tall"]
     tall, wide, _ = (o["overflow"] for o in overflowing)
     assert 60 * 17 - site.SLIDE_SIZE[1] < tall < 60 * 40  # 60 lines of 17 px type, line-height > 1
     assert 2000 - site.SLIDE_SIZE[0] - 100 < wide < 2000
-    assert "09_sizes.slides.html #/1/0 (slide 2)" in measure.format_overflow(overflowing)
+    assert "10_sizes.slides.html #/1/0 (slide 2)" in measure.format_overflow(overflowing)
 
     with sync_playwright() as p:  # the bitmap as drawn: object-fit contain keeps its aspect
         browser = measure.browser(p)

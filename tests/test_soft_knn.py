@@ -1,4 +1,4 @@
-"""attnlab.lessons.retrieval.soft_knn and hit_at_k: retrieval read as attention (notebook 05).
+"""attnlab.lessons.retrieval.soft_knn and hit_at_k: retrieval read as attention (notebook 06).
 
 Synthetic features only (no MobileNetV2): the claims are about the formula, not the network.
 """

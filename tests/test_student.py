@@ -85,8 +85,8 @@ def test_unbalanced_nested_or_malformed_markers_name_the_cell_and_line():
         (["## BEGIN SOLUTION", "a = 1", "### END SOLUTION"], 1, "looks like a solution marker"),
         (["### BEGIN SOLUTION", "a = 1  ### END SOLUTION"], 2, "looks like a solution marker"),
     ]
-    raises_each([(lambda lines=lines: strip_solutions("\n".join(lines), "09_x.ipynb, cell 4"),
-                  re.escape(f"09_x.ipynb, cell 4, line {line}: ") + ".*" + re.escape(message))
+    raises_each([(lambda lines=lines: strip_solutions("\n".join(lines), "10_x.ipynb, cell 4"),
+                  re.escape(f"10_x.ipynb, cell 4, line {line}: ") + ".*" + re.escape(message))
                  for lines, line, message in bad], SolutionMarkerError)
 
 

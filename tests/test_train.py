@@ -153,7 +153,7 @@ def test_recipes_refuse_unknown_keys_and_check_the_values_they_override():
         TINY.but(lr=0.0)
     assert TINY.but(epochs=3).epochs == 3 and TINY.epochs == 12  # a new recipe, TINY unchanged
     assert str(SORTER) == str({"d_model": 32, "n_heads": 2, "d_ff": 64, "lr": 1e-2,
-                               "batch_size": 64, "steps": 300})  # what notebook 07 prints
+                               "batch_size": 64, "steps": 300})  # what notebook 08 prints
 
 
 def test_train_cuts_the_data_as_its_recipe_says_and_refuses_data_that_does_not_fit():

@@ -19,7 +19,7 @@ edition under nbval against the full edition's outputs, cell by cell (tests/conf
 is executed here; building all the notebooks takes about a second.
 
     python -m attnlab.classroom.student          # every notebook
-    python -m attnlab.classroom.student 03 05    # by NN prefix or name
+    python -m attnlab.classroom.student 03 06    # by NN prefix or name
 """
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """The blocks a Transformer is stacked from, and the positional encodings added to its input.
 
 - `EncoderBlock`: self-attention and a feed-forward layer, each with a residual connection and
-  a LayerNorm (notebooks 03, 04, 05, 06).
+  a LayerNorm (notebooks 03, 05, 06, 07).
 - `DecoderBlock`: masked self-attention, cross-attention to an encoder's output, feed-forward
-  (notebook 07); without cross-attention it is the block of a decoder-only model (GPT).
+  (notebook 08); without cross-attention it is the block of a decoder-only model (GPT).
 - `norm="post"` normalises after each residual addition, as the original Transformer and BERT
   do; `norm="pre"` normalises each part's input instead (`x + part(LayerNorm(x))`), as most
   models since GPT-2 do: the residual path then carries the input unchanged to the top.
 - `SwiGLU` and `LlamaBlock`: the gated feed-forward layer and the RMSNorm pre-norm block of
-  Llama-family decoders (notebook 10's SmolLM2).
+  Llama-family decoders (notebook 11's SmolLM2).
 - `PositionalEncoding`: learned positions (a table, as in BERT) or the fixed sinusoidal table of
   "Attention Is All You Need", added to the token vectors. Rotary positions are not added to
   the input; they rotate q and k inside attention (`attnlab.core.rope.rotary`).
@@ -142,7 +142,7 @@ class SwiGLU(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    """The block of Llama-family decoders (SmolLM2 in notebook 10), pre-norm with RMSNorm:
+    """The block of Llama-family decoders (SmolLM2 in notebook 11), pre-norm with RMSNorm:
 
         h = x + MultiHeadAttention(RMSNorm(x))      causal, rotary, grouped-query, no biases
         x = h + SwiGLU(RMSNorm(h))

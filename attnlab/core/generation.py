@@ -4,8 +4,8 @@
 `filter_logits`) and `generate` is the decoding loop around it, with a KV cache where the
 model keeps one; `beam_search` and `sequence_logprob` compare decoding strategies;
 `next_token_loss` and `token_losses` are the loss every next-token model of the series trains
-on. Nothing here knows a task: notebook 07's sorter and reverser (`lessons.decoders`), notebook
-09's attention-only models and SmolLM2 (`pretrained.llama`) all decode through it.
+on. Nothing here knows a task: notebook 08's sorter and reverser (`lessons.decoders`), notebook
+10's attention-only models and SmolLM2 (`pretrained.llama`) all decode through it.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def generate(model: nn.Module, prompt: torch.Tensor, steps: int, *,
     `source` (an encoder-decoder's input), the source is encoded once and every step reads it
     through cross-attention. With a KV cache (`cache`: None uses one where the model keeps one,
     as `llama.Llama` does; False recomputes) the prompt goes through the model once, filling
-    one cache per layer (08's `KVCache`), and every further step runs only the new token: the
+    one cache per layer (09's `KVCache`), and every further step runs only the new token: the
     same tokens, less work. Stops early once every row has produced `stop`. Returns
     (B, T0 + n).
     """
@@ -195,7 +195,7 @@ def next_token_loss(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
 
 def token_losses(model: nn.Module, seqs: torch.Tensor) -> torch.Tensor:
     """`next_token_loss` position by position, not averaged: (B, T - 1), position t predicting
-    token t + 1 from tokens 0..t (what notebook 09 splits into repeated and random tokens)."""
+    token t + 1 from tokens 0..t (what notebook 10 splits into repeated and random tokens)."""
     logits = model(seqs[:, :-1])  # (B, T - 1, V)
     return nn.functional.cross_entropy(logits.transpose(1, 2), seqs[:, 1:],
                                        reduction="none")  # (B, T - 1)

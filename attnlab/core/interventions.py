@@ -71,7 +71,7 @@ def hide_key(*modules: nn.Module, position: int | None = None, keys: torch.Tenso
              how: str = "mask"):
     """Within the block, one key position (or the keys marked in `keys`) is taken out of the
     given attention layers: the test of what the weight a token receives does (an *attention
-    sink*: notebooks 06, 07 and 10).
+    sink*: notebooks 07, 08 and 11).
 
     how="mask": no query may attend to the key (as if it were padding), so the weight it
     received is shared out over the other keys; a query with no other key reads nothing.

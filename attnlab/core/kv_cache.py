@@ -8,7 +8,7 @@ query, key and value) and attends that one query over the cached keys. A step th
 the whole prefix again; the price is memory, a key and a value of n_kv_heads · d_head numbers
 per token and layer (`bytes_per_token`), that grows with t. A layer with fewer key/value heads
 than query heads (grouped-query attention) keeps that many times fewer, and each step reads
-that many times fewer bytes. Notebook 08 has students write the step, checks it against
+that many times fewer bytes. Notebook 09 has students write the step, checks it against
 `recompute_step`, and measures both costs.
 """
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The small models the series trains, all stacked from `attnlab.core.blocks`.
 
-- `TinyTransformer`: an encoder classifier (notebooks 03, 04, 06): token ids -> embedding
+- `TinyTransformer`: an encoder classifier (notebooks 03, 05, 07): token ids -> embedding
   (+ positions) -> encoder block(s) -> mean over the real (non-PAD) tokens -> linear head.
-- `DecoderOnly`: a next-token model (notebooks 04 and 07): embedding -> decoder blocks without
+- `DecoderOnly`: a next-token model (notebooks 05 and 08): embedding -> decoder blocks without
   cross-attention -> a linear head over the vocabulary.
-- `EncoderDecoder`: the original Transformer's shape, small (notebook 07).
-- `OddOneOut`: an encoder block over a set of image features, one score per image (notebook 05).
-- `AttentionPooling`: a sentiment head, one learned query over MiniLM's token states (06).
-- `AttentionOnly`: a decoder of attention-only layers, where induction heads form (notebook 09).
+- `EncoderDecoder`: the original Transformer's shape, small (notebook 08).
+- `OddOneOut`: an encoder block over a set of image features, one score per image (notebook 06).
+- `AttentionPooling`: a sentiment head, one learned query over MiniLM's token states (07).
+- `AttentionOnly`: a decoder of attention-only layers, where induction heads form (notebook 10).
 
 Every model class the series trains lives here, whatever lesson trains it: a lesson builds its
 task's data and calls `training.train` on one of these, by a recipe of `attnlab.core.recipes`.
@@ -40,7 +40,7 @@ class Embedding(nn.Module):
     """Token vectors, plus position vectors for learned or sinusoidal positions.
 
     Token vectors start with length ~1 (std d^-1/2) rather than PyTorch's std 1 (length ~√d):
-    a position signal of the same size is then not drowned out. (With std 1, notebook 04's order
+    a position signal of the same size is then not drowned out. (With std 1, notebook 05's order
     task stays near chance for many epochs with learned positions.) The PAD row is zero.
     """
 
@@ -124,7 +124,7 @@ class TinyTransformer(nn.Module):
     """A Transformer encoder classifier, one block by default.
 
     Without positions the encoder is permutation-equivariant and the pooled output is a function
-    of the bag of tokens only; notebook 04 measures what that costs. `pad_id` tokens are never
+    of the bag of tokens only; notebook 05 measures what that costs. `pad_id` tokens are never
     attended to and are left out of the mean pooling, so padding cannot change a prediction.
     """
 
@@ -194,7 +194,7 @@ class DecoderOnly(nn.Module):
 
     Logits at position t score the token at t + 1. With `causal=True` (always, in real use)
     position t sees tokens 0..t only; `causal=False` lets it see the whole sequence, which
-    notebook 07 trains to show what leaks. `norm="pre"` adds the final LayerNorm that pre-norm
+    notebook 08 trains to show what leaks. `norm="pre"` adds the final LayerNorm that pre-norm
     stacks end with. `n_kv_heads` < n_heads is grouped-query attention.
     """
 
@@ -272,7 +272,7 @@ class EncoderDecoder(nn.Module):
 
 
 class OddOneOut(nn.Module):
-    """Notebook 05's odd-one-out model. A score for each image of a set: a LayerNorm, the
+    """Notebook 06's odd-one-out model. A score for each image of a set: a LayerNorm, the
     `directions` main directions of the training images' (normalised) features and a linear layer
     bring each image to d_model, one encoder block (GELU) lets the images attend to each other (no
     positional encoding: the set has no order), and a linear layer scores each image.
@@ -339,7 +339,7 @@ class OddOneOut(nn.Module):
 
 
 class AttentionPooling(nn.Module):
-    """Notebook 06's sentiment head on MiniLM's token states, one that reads word order: one learned
+    """Notebook 07's sentiment head on MiniLM's token states, one that reads word order: one learned
     query attends over a review's token states, and a linear layer classifies what it gathered.
 
     weights = softmax(states · q) over the review's tokens, pooled = Σ_t weights_t · state_t,
@@ -384,7 +384,7 @@ class AttentionOnlyLayer(nn.Module):
 
 class AttentionOnly(nn.Module):
     """A decoder made of attention only: token + learned position embeddings, `n_layers`
-    `AttentionOnlyLayer`s, and a linear unembedding to next-token logits (notebook 09).
+    `AttentionOnlyLayer`s, and a linear unembedding to next-token logits (notebook 10).
 
 `vocab_size` and `max_len` are the task's (`lessons.induction.VOCAB` and `LENGTH`): the model
 is told them, the core knows no task; the sizes default to `recipes.INDUCTION`.

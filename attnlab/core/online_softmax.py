@@ -7,7 +7,7 @@ maximum, everything kept so far was measured against the old one and is multipli
 exp(m_old - m_new); at the end acc / total is exactly softmax(scores) @ v. Only one block of
 scores, (T_q, block), exists at a time, so memory grows like T, not T². Fused attention kernels
 (FlashAttention, PyTorch's scaled_dot_product_attention on CPU) are built on this update;
-notebook 08 measures both.
+notebook 09 measures both.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ model's size, Adam's learning rate, the minibatch size, and how long to train, a
 (passes over a fixed training set, each in a new random order) or `steps` (each on new data).
 `recipe.but(epochs=20)` is the same recipe with some values changed, each checked; a name the
 recipe does not have is a TypeError, so `epoch=3` cannot pass unnoticed. Printed, a recipe
-shows its values as a dict (what notebooks 07 and 09 print). The recipes sit in the core
+shows its values as a dict (what notebooks 08 and 10 print). The recipes sit in the core
 beside the models they size (`models.AttentionOnly` and `OddOneOut` take their defaults from
 here) and the loop that checks them: they hold numbers, never a lesson's task.
 """
@@ -59,7 +59,7 @@ class ClassifierRecipe(Recipe):
 
 @dataclass(frozen=True)
 class HeadRecipe(Recipe):
-    """A linear head on frozen sentence vectors (notebook 06): how many reviews, and Adam's."""
+    """A linear head on frozen sentence vectors (notebook 07): how many reviews, and Adam's."""
     n_train: int
     epochs: int
     lr: float
@@ -68,7 +68,7 @@ class HeadRecipe(Recipe):
 
 @dataclass(frozen=True)
 class SetRecipe(Recipe):
-    """Notebook 05's odd-one-out model: directions kept of the image features, size, Adam."""
+    """Notebook 06's odd-one-out model: directions kept of the image features, size, Adam."""
     directions: int
     d_model: int
     n_heads: int
@@ -80,7 +80,7 @@ class SetRecipe(Recipe):
 
 @dataclass(frozen=True)
 class SequenceRecipe(Recipe):
-    """Notebook 07's decoders: size, Adam, steps on new sequences, the learning rate decaying."""
+    """Notebook 08's decoders: size, Adam, steps on new sequences, the learning rate decaying."""
     d_model: int
     n_heads: int
     d_ff: int
@@ -92,7 +92,7 @@ class SequenceRecipe(Recipe):
 
 @dataclass(frozen=True)
 class InductionRecipe(Recipe):
-    """Notebook 09's attention-only models: size, Adam, steps, the embeddings' initial std."""
+    """Notebook 10's attention-only models: size, Adam, steps, the embeddings' initial std."""
     d_model: int
     n_heads: int
     lr: float
@@ -101,12 +101,12 @@ class InductionRecipe(Recipe):
     embed_std: float
 
 
-#: notebook 03's model, which notebooks 04 and 06, the scale study and the sentiment app reuse
+#: notebook 03's model, which notebooks 05 and 07, the scale study and the sentiment app reuse
 TINY = ClassifierRecipe(d_model=32, n_heads=4, d_ff=64, lr=3e-3, batch_size=64, epochs=12,
                         n_train=1600, n_test=400)
-#: notebook 06's sentiment head on MiniLM (and the sentiment app's)
+#: notebook 07's sentiment head on MiniLM (and the sentiment app's)
 HEAD = HeadRecipe(n_train=400, epochs=30, lr=3e-2, batch_size=64)
-#: notebook 06's attention-pooling head on MiniLM's token states (the sentiment app's): n_train is
+#: notebook 07's attention-pooling head on MiniLM's token states (the sentiment app's): n_train is
 #: the one-word reviews; as many contrast reviews come with their swaps, and half as many negated
 POOLING = HeadRecipe(n_train=400, epochs=40, lr=3e-3, batch_size=64)
 # Notebook 05: 30,000 sets of 10, each seen once, in about 2 s on one thread. Chosen so that
@@ -116,9 +116,9 @@ POOLING = HeadRecipe(n_train=400, epochs=40, lr=3e-3, batch_size=64)
 # lr 1e-3 the weights moved by 1e-8 to 1e-7 and every prediction stayed (seeds 0-2).
 # tests/test_sets.py keeps that.
 SETS = SetRecipe(directions=64, d_model=32, n_heads=4, d_ff=64, lr=1e-3, batch_size=64, epochs=1)
-#: notebook 07's sorter (a decoder) and reverser (an encoder-decoder)
+#: notebook 08's sorter (a decoder) and reverser (an encoder-decoder)
 SORTER = SequenceRecipe(d_model=32, n_heads=2, d_ff=64, lr=1e-2, batch_size=64, steps=300)
 REVERSER = SequenceRecipe(d_model=32, n_heads=1, d_ff=64, lr=1e-2, batch_size=64, steps=200)
-#: notebook 09's induction models
+#: notebook 10's induction models
 INDUCTION = InductionRecipe(d_model=32, n_heads=2, lr=1e-2, batch_size=64, steps=500,
                             embed_std=0.5)

@@ -1,7 +1,7 @@
 """Rotary position embedding (RoPE, Su et al. 2021): position enters attention as a rotation
 of each query and key by its position, so that their dot product depends on the distance
 between them only. `MultiHeadAttention(rotary=True)` applies it to q and k after projection;
-notebook 04 compares it with learned and sinusoidal positions, and SmolLM2 (notebook 10) uses
+notebook 05 compares it with learned and sinusoidal positions, and SmolLM2 (notebook 11) uses
 it as it loads.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@
   causal). Its answer is a class, not a function, so it is not an `Implement`: the classic
   mistakes are its table `_MISTAKES`.
 
-What the scale does in a model that trains is measured in notebook 03 (its checks are in ex03).
+What the scale does in a model that trains is measured in notebook 04 (its checks are in ex04).
 """
 from __future__ import annotations
 

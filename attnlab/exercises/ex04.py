@@ -1,136 +1,318 @@
-"""The exercises of notebook 04 (positions), checked.
+"""The exercises of notebook 04 (reading an encoder's attention), checked.
 
-- `contrast_without_positions` (predict): the contrast task's test accuracy without positions;
-- `sinusoidal_norm` (predict): the length (L2 norm) of one sinusoidal position vector, d = 32;
-- `rotate_pair` (implement): turn each pair (x1, x2) at position m by the angle m·θ, against
-  `attnlab.rotary`;
-- `rescaled_reach` (explore): the first epoch at which the contrast task reaches 0.9 with the
-  learned position table rescaled to the token vectors' size before training (seed 0).
+- `attention_received` (implement): per key, the mean weight over the real queries;
+- `zero_column` (implement): the decisive word's column zeroed after the softmax;
+- `zeroed_accuracy` (predict): the test accuracy left with the first word's column zeroed;
+- Going further, why scale: `score_spread` (implement), the spread of a layer's scaled scores;
+  `spread_at_init` (predict), that spread before training; `accuracy_without_scale` (explore),
+  the accuracy after 4 epochs with scale=1.0, judged against the curves the notebook measured
+  (the series seed moves them); `folded_spread` (predict), which model's spread the folded one
+  ends up with.
+
+Each implement check's mistakes are its classic wrong answers, written as a student writes them.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+import math
+from collections.abc import Sequence
 
 import torch
 
-from ..core.models import LEARNED_POSITION_STD
-from ..core.recipes import TINY
-from ..core.rope import rotary
-from ..lessons.classifier import fit_classifier, initial_model, task_reviews
-from ..lessons.data import Vocab
+from ..core.attention import MultiHeadAttention
+from ..core.measures import attention_received as _attention_received
+from ..lessons.scaling import score_spread as reference_spread
 from ..plumbing.report import fmt
-from ..plumbing.repro import seed_of
-from . import Implement, Like, Predict, Verdict, as_number, check_answer, exercise
+from . import (
+    Implement,
+    Like,
+    Predict,
+    Verdict,
+    _kind,
+    alike,
+    as_number,
+    check_answer,
+    exercise,
+    prediction,
+    tensor_problem,
+)
 
-contrast_without_positions = Predict(
-    "contrast task without positions", tolerance=0.05, example=0.49,
-    lesson="Each review and its twin (the two sentiment words swapped) have the same bag of "
-           "words and opposite labels, and both are equally likely: a model that sees only "
-           "the bag cannot beat a coin.")
+# --- attention received ---------------------------------------------------------------------
 
-sinusoidal_norm = Predict(
-    "size of a sinusoidal position vector", tolerance=0.05, digits=2, example=4.0,
-    lesson="Each (sin, cos) pair has length 1, whatever the position: 16 pairs give "
-           "sqrt(16) = 4 for every position.")
-
-
-# --- implement: one pair of rotary dimensions ----------------------------------------------------
-
-def _rotate_pair(pair: torch.Tensor, m: torch.Tensor, theta: float) -> torch.Tensor:
-    """attnlab.rotary on a vector of one pair: pair (..., T, 2) at positions m (T,), turned by
-    m·θ (rotary's first pair turns by m·1, so positions m·θ give the angle m·θ)."""
-    return rotary(pair, positions=m * theta)  # (..., T, 2)
-
-
-def _pair_cases(seed: int = 4) -> list[tuple]:
+def _batches(seed: int = 3) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(weights (B, H, T, T), real (B, T)) pairs of a few shapes, reviews padded on the right:
+    every row a softmax over the real keys, padding keys at exactly 0, and padding queries
+    attending too (their rows are not 0), so that a mean over all queries differs from a mean
+    over the real ones."""
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(6, 2, generator=g, dtype=torch.float64), torch.arange(6), 1.0),
-            (torch.randn(5, 2, generator=g, dtype=torch.float64),
-             torch.tensor([0, 3, 7, 20, 100]), 0.1),
-            (torch.randn(3, 4, 2, generator=g, dtype=torch.float64), torch.arange(2, 6), 0.5)]
+    cases = []
+    for lengths, T, heads in (([4, 2], 4, 1), ([5, 3, 7], 7, 4), ([6, 6, 2, 9], 9, 2)):
+        real = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
+        scores = torch.randn(len(lengths), heads, T, T, generator=g)  # (B, H, T, T)
+        scores = scores.masked_fill(~real[:, None, None, :], float("-inf"))
+        cases.append((torch.softmax(scores, dim=-1), real))
+    return cases
 
 
-def _aliased(pair, m, theta):
-    """The classic slip: the second number computed from the already turned first one."""
-    angle = (m * theta).to(pair.dtype)  # (T,)
-    first = pair[..., 0] * angle.cos() - pair[..., 1] * angle.sin()
-    second = first * angle.sin() + pair[..., 1] * angle.cos()
-    return torch.stack((first, second), dim=-1)  # (..., T, 2)
+ROWS = "you averaged rows (what each query gives), not columns (what each key receives)"
 
-
-rotate_pair = Implement(
-    "rotate_pair", _rotate_pair, _pair_cases, refuse=(rotary,),
+attention_received = Implement(
+    "attention_received", _attention_received, _batches,
+    changed=None,  # an answer that changes the weights in place is right (it gets a copy)
     mistakes=[
-        Like(lambda pair, m, theta: _rotate_pair(pair, -m, theta),
-             "it turns the pair the wrong way (by -m·θ): the signs of the two sine terms are "
-             "swapped"),
-        Like(lambda pair, m, theta: _rotate_pair(pair, torch.ones_like(m), theta),
-             "every position turns by the same angle θ: the angle must grow with the position, "
-             "m·θ"),
-        Like(_aliased, "the second number is computed from the already turned first one: keep "
-                       "the two original numbers until both new ones are computed"),
+        Like(lambda w, r: w.mean(-2), "your mean counts the padding queries too: their rows are "
+                                      "not 0, so leave them out"),
+        Like(lambda w, r: w.mean(-1), ROWS),
+        Like(lambda w, r: (w * r[:, None, None, :]).sum(-1) / r.sum(-1)[:, None, None], ROWS),
+        Like(lambda w, r: (w * r[:, None, :, None]).sum(-2),
+             "that is the sum over the real queries, not their mean"),
+        Like(lambda w, r: (w * r[:, None, :, None]).sum(-2) / w.shape[-2],
+             "you divided by T, the padded length, not by each review's number of real tokens"),
+        Like(lambda w, r: (w * r[:, None, None, :]).sum(-2) / r.sum(-1)[:, None, None],
+             "your sum still takes in the padding queries' rows (a mask on the keys changes "
+             "nothing: they get 0)"),
     ],
-    hint=("a turn by the angle a sends (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
-          "and here the angle is a different one for every position.",
-          "compute the angle m * theta (one per row), its cos and sin, take x1 = pair[..., 0] "
-          "and x2 = pair[..., 1], and torch.stack the two new numbers on the last dimension."))
+    hint=("weights[b, h, i, j] is what query i gives key j. Along which axis run the weights a "
+          "key receives, and which of them count?",
+          "multiply by a 0/1 mask of the real queries that lines up with the query axis (dim "
+          "-2), sum over that axis, and divide by the number of real tokens."))
 
 
-# --- explore: the learned table at the size of the token vectors --------------------------------
+# --- zero the decisive word's column after the softmax ----------------------------------------
 
-@lru_cache(maxsize=4)
-def _rescaled_reach(series: int) -> int | None:
-    """The explore exercise's experiment, run here so that the check holds for any ATTNLAB_SEED
-    (`series` = seed_of(0), the cache key): notebook 03's contrast task and recipe, seed 0, the
-    learned position table multiplied by d^-1/2 / LEARNED_POSITION_STD before training; the first
-    epoch whose test accuracy is at least 0.9 (None: not within the recipe's epochs)."""
-    vocab = Vocab.for_reviews()
-    train, test = task_reviews("contrast", seed=0)
-    model = initial_model(len(vocab), "learned", seed=0)
-    with torch.no_grad():
-        model.embed.pos.table.mul_(TINY.d_model ** -0.5 / LEARNED_POSITION_STD)  # (L, d)
-    history = fit_classifier(model, *train.tensors(vocab)[:2], *test.tensors(vocab)[:2], seed=0,
-                             stop_at=0.9)
-    return next((e for e, a in zip(history["epoch"], history["test_acc"]) if a >= 0.9), None)
+def _zero_column(weights: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    """A copy of weights (B, H, T, T) with every query's weight on key pos[b] set to 0."""
+    other = torch.arange(weights.shape[-1]) != pos[:, None]  # (B, T)   False at the word
+    return weights * other[:, None, None, :].to(weights.dtype)  # (B, H, T, T)
 
 
-@exercise("explore", args=(6,))
-def rescaled_reach(answer, unscaled):
-    """`unscaled`: the notebook's first epoch at 0.9 with the table as drawn (its seed-0 run);
-    the rescaled run is trained here (once per series seed), so no seed's number is recorded."""
-    expected = ("the first epoch, 1, 2, ..., whose test accuracy is at least 0.9 on the contrast "
-                "task, seed 0, with the table rescaled before training")
-    reference = _rescaled_reach(seed_of(0))
+def _columns(seed: int = 4) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(weights (B, H, T, T), pos (B,)) pairs of a few shapes."""
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for B, H, T in ((2, 1, 3), (4, 4, 6), (3, 2, 9)):
+        weights = torch.softmax(torch.randn(B, H, T, T, generator=g), dim=-1)  # (B, H, T, T)
+        cases.append((weights, torch.randint(0, T, (B,), generator=g)))
+    return cases
+
+
+def _zeroed(weights: torch.Tensor, index) -> torch.Tensor:
+    """A copy of weights with weights[index] = 0, a student's slice assignment."""
+    weights = weights.clone()
+    weights[index] = 0.0
+    return weights
+
+
+zero_column = Implement(
+    "zero_column", _zero_column, _columns,
+    changed=None,  # an answer that zeroes the weights in place is right (it gets a copy)
+    mistakes=[
+        Like(lambda w, pos: _zero_column(w, pos) / _zero_column(w, pos).sum(-1, keepdim=True),
+             "you renormalised the rows: that is hiding the word before the softmax. After it, "
+             "the rows sum to less than 1"),
+        Like(lambda w, pos: _zeroed(w, (torch.arange(len(pos)), slice(None), pos)),
+             "you zeroed the word's row (what it gives), not its column (what every query gives "
+             "it)"),
+        Like(lambda w, pos: _zeroed(w, (..., pos)),
+             "you zeroed every review's word in every review: weights[..., pos] takes all of pos "
+             "for each review, not pos[b] for review b"),
+        Like(lambda w, pos: w, "your result is the weights unchanged: no weight was set to 0"),
+    ],
+    hint=("review b's word is key pos[b]. Which slice of weights holds every query's weight on "
+          "it, in every head?",
+          "build a (B, T) 0/1 tensor that is 0 only at each review's word, give it axes so that "
+          "it lines up with the key axis (the last), and multiply. No renormalising."))
+
+
+zeroed_accuracy = Predict(
+    "accuracy with the first word zeroed", tolerance=0.1, example=0.61,
+    lesson="Masking before the softmax gives the word's weight to the other tokens; zeroing "
+           "after it throws the weight away. For a word whose value carries what the model "
+           "needs, either way no query gets it.")
+
+
+# === Going further: why scale, in this model ======================================================
+
+# The shape of what the notebook passes to `accuracy_without_scale`: test accuracy after epochs
+# 1..5 of `attnlab.lessons.scaling.train_at_scale`, with scale=1.0 and with the scale (seed 0's
+# values).
+EXAMPLE_CURVES = {"scale 1.0": (0.475, 0.4975, 0.7775, 0.9, 0.955),
+                  "scaled": (0.475, 0.4975, 0.59, 0.8125, 0.93)}
+EPOCH = 4  # the exercise asks for the accuracy after this many epochs
+ONE_REVIEW = 1 / 400  # one test review more or less: the resolution of a test accuracy
+
+
+# --- implement: the spread of a layer's scaled scores ---------------------------------------------
+
+def _spread_inputs(seed: int = 2) -> list[tuple[MultiHeadAttention, torch.Tensor, torch.Tensor]]:
+    """(attn, h, real) triples in float64: layers with 2, 3 and 1 heads of different sizes, one
+    with scale=1.0 (so that a hard-coded 1/√d_head is caught), padding at the end of some rows
+    (so that counting padded pairs is caught), and T ≠ d_head."""
+    made = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for d_model, heads, scale, lengths in ((16, 2, None, (5, 3)), (24, 3, 1.0, (4, 6, 2)),
+                                               (8, 1, None, (7,))):
+            attn = MultiHeadAttention(d_model, heads, scale=scale).double()
+            T = max(lengths)
+            h = torch.randn(len(lengths), T, d_model, dtype=torch.float64)  # (B, T, d_model)
+            real = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
+            made.append((attn, h, real))
+    return made
+
+
+def _scale(attn: MultiHeadAttention) -> float:
+    return attn.scale if attn.scale is not None else attn.d_head ** -0.5
+
+
+def _scores(attn: MultiHeadAttention, h: torch.Tensor, scale: float | None = None):
+    q, k, _ = attn.project(h)  # (B, H, T, D)
+    return q @ k.transpose(-2, -1) * (_scale(attn) if scale is None else scale)  # (B, H, T, T)
+
+
+def _pairs(real: torch.Tensor) -> torch.Tensor:
+    return real[:, None, :, None] & real[:, None, None, :]  # (B, 1, T, T)   both tokens real
+
+
+def _spread_problem(got, expected: torch.Tensor, attn: MultiHeadAttention, h: torch.Tensor,
+                    real: torch.Tensor) -> str | None:
+    """The comparison of spreads: a 0-dim tensor like the reference's, or a Python float
+    (`.item()`), is a result, and the population std is as good as the sample std."""
+    if isinstance(got, float):
+        value, problem = as_number(got, "your result")
+        if problem:
+            return problem
+    elif alike(got, expected) and bool(torch.isfinite(got).all()):
+        value = got.item()
+    else:
+        return tensor_problem(got, expected)
+    right = expected.item()
+    population = _scores(attn, h).masked_select(_pairs(real)).std(correction=0).item()
+    if math.isclose(value, right, rel_tol=1e-4) or math.isclose(value, population, rel_tol=1e-4):
+        return None
+    return f"your spread is {fmt(value, 4, guard=False)}, expected {fmt(right, 4, guard=False)}"
+
+
+def _number(spread, attn, h: torch.Tensor, real) -> float:
+    """A spread as mistakes are compared: a Python float, or a 0-dim tensor of h's dtype."""
+    if not isinstance(spread, float) and (spread.shape != () or spread.dtype != h.dtype):
+        raise TypeError("not a spread")  # no mistake matches it
+    return spread if isinstance(spread, float) else spread.detach().item()
+
+
+score_spread = Implement(
+    "score_spread", reference_spread, _spread_inputs, compare=_spread_problem, view=_number,
+    atol=0.0, rtol=1e-4, refuse=(reference_spread,),
+    mistakes=[
+        Like(lambda a, h, r: _scores(a, h, 1.0).masked_select(_pairs(r)).std(),
+             "your spread is that of q·k without the layer's scale: multiply the scores by the "
+             "scale before measuring them"),
+        Like(lambda a, h, r: _scores(a, h, a.d_head ** -0.5).masked_select(_pairs(r)).std(),
+             lambda got, expected, a, h, r: "on a layer whose scale is not 1/√d_head (attn.scale "
+             f"= {fmt(_scale(a), 3, guard=False)}) you used 1/√d_head: read the layer's own "
+             "scale"),
+        Like(lambda a, h, r: _scores(a, h).masked_select(_pairs(r)).var(),
+             "that is the variance; the spread asked for is the standard deviation"),
+        Like(lambda a, h, r: _scores(a, h).std(),
+             "your spread counts the pairs with a padding token too: keep only the pairs whose "
+             "query and key are both real"),
+        Like(lambda a, h, r: _scores(a, h).masked_select(r[:, None, None, :]).std(),
+             "your spread counts the padding queries: a pair counts only when both its query "
+             "and its key are real"),
+        Like(lambda a, h, r: _scores(a, h).masked_select(r[:, None, :, None]).std(),
+             "your spread counts the padding keys: a pair counts only when both its query and "
+             "its key are real"),
+    ],
+    hint=("the softmax of a head sees q·k times the layer's scale, one score per (query, key) "
+          "pair; which pairs belong to the measurement?",
+          "get the heads' queries and keys from the layer's `project`, multiply the scores by "
+          "`attn.scale` (1/√d_head when it is None), keep the pairs whose query and key are both "
+          "real (a (B, T) mask with an axis for each role) and take the std."))
+
+
+spread_at_init = Predict(
+    "predict the spread at initialisation", tolerance=0.05, example=0.0201,
+    lesson="The token vectors have length about 1 and W_Q's entries are about 1/√d_model, so the "
+           "entries of q and k start far below 1, and their products q_i k_i further still.")
+
+
+# --- explore: train without the scale -------------------------------------------------------------
+
+@exercise("explore", args=(EXAMPLE_CURVES,))
+def accuracy_without_scale(answer, curves: dict[str, Sequence[float]]):
+    """The test accuracy after EPOCH epochs of the d_head = 64 model with scale=1.0, seed 0,
+    against the notebook's measurement: `curves` maps "scale 1.0" and "scaled" to the test
+    accuracy after each epoch of seed 0's run (at least EPOCH epochs)."""
+    unscaled, scaled = (tuple(float(a) for a in curves[name]) for name in ("scale 1.0", "scaled"))
+    right = unscaled[EPOCH - 1]
+    near = lambda a, b: abs(a - b) < ONE_REVIEW / 2  # noqa: E731   the same count of reviews
 
     def judge(answer):
-        value, problem = as_number(answer)
+        value, problem = as_number(answer, "your accuracy")
         if problem:
-            return f"{problem} ({expected})"
-        if value == reference:
-            return None
-        if value == unscaled:
-            return Verdict.wrong(
-                "that is the epoch at which the table as drawn reaches 0.9 (the ablation printed "
-                "it); the table rescaled by d ** -0.5 / LEARNED_POSITION_STD reaches 0.9 at "
-                "another epoch, so either the run used the table as drawn or another factor",
-                ("check the factor and where it is applied: after initial_model(...), before "
-                 "fit_classifier(...), model.embed.pos.table multiplied by "
-                 "d ** -0.5 / LEARNED_POSITION_STD; print model.embed.pos.table.std() before "
-                 "training: it should be close to d ** -0.5.",
-                 "the learned table is drawn with std LEARNED_POSITION_STD and the token vectors "
-                 "with std d^-1/2; the factor turns the first into the second."))
-        if reference is not None and value == reference - 1:
-            return Verdict.wrong(
-                "one too early: epochs count from 1, as history['epoch'] does",
-                "the answer is the entry of history['epoch'] beside the first test accuracy of "
-                "at least 0.9, not its index in the list.")
-        return f"{fmt(value, 1, guard=False)} is not what this experiment gives ({expected})"
+            return problem
+        if not 0 <= value <= 1:
+            return f"{fmt(value, 4, guard=False)} is not an accuracy (between 0 and 1)"
+        if near(value, right):
+            return Verdict.right(f"with scale=1.0 the test accuracy after {EPOCH} epochs is "
+                                 f"{fmt(right, 3, guard=False)}; with the scale it was "
+                                 f"{fmt(scaled[EPOCH - 1], 3, guard=False)}.")
+        if near(value, scaled[EPOCH - 1]):
+            return "that is the scaled run's accuracy, printed above; train with scale=1.0"
+        for epoch, accuracy in enumerate(unscaled, start=1):
+            if epoch != EPOCH and near(value, accuracy):
+                return (f"that is the accuracy with scale=1.0 after epoch {epoch}; the question "
+                        f"asks for epoch {EPOCH}")
+        return (f"{fmt(value, 4, guard=False)} is not what the model with scale=1.0, seed 0, "
+                f"reaches after {EPOCH} epochs")
 
     return check_answer(
-        answer, judge, name="rescaled learned positions", reference=reference,
-        success="that is what the experiment gives",
-        todo="not attempted yet; put your number in the cell above.",
-        hint=("rescale model.embed.pos.table before training, train on the contrast task with "
-              "seed 0, and read the first epoch whose history['test_acc'] is at least 0.9.",
-              "copy the cell that scales the token table: scale model.embed.pos.table instead, "
-              "by d ** -0.5 / LEARNED_POSITION_STD, with learned positions on the contrast task."))
+        answer, judge, name="accuracy without the scale", reference=right,
+        hint=("train the model of the cell above again with one change, its scale, and read its "
+              f"test accuracy after epoch {EPOCH}.",
+              "the same function, seed and number of epochs, scale=1.0; the history's "
+              "'test_acc' holds one accuracy per epoch, the first epoch at index 0."),
+        todo="not attempted yet; put your number in the cell above.")
+
+
+# --- predict: how spread are the folded model's scores after training? ----------------------------
+
+CHOICES = ("scaled", "unscaled")
+EXAMPLE_SPREADS = {"scaled": [0.8, 0.7, 0.4], "scale 1.0": [2.4, 3.6, 4.2],
+                   "folded": [2.3, 2.9, 2.4]}  # the shape of the notebook's measurement
+
+
+def _nearer(spreads: dict[str, Sequence[float]]) -> str:
+    """"scaled" or "unscaled": whose trained spreads the folded model's are nearer to, by the
+    ratio of the geometric means (spreads differ by factors, not by amounts)."""
+    level = {name: sum(math.log(v) for v in values) / len(values)
+             for name, values in spreads.items()}
+    gap = {"scaled": abs(level["folded"] - level["scaled"]),
+           "unscaled": abs(level["folded"] - level["scale 1.0"])}
+    return min(gap, key=gap.get)
+
+
+@exercise("predict", args=(EXAMPLE_SPREADS,))
+def folded_spread(guess, spreads: dict[str, Sequence[float]]):
+    """Your guess, "scaled" or "unscaled", against the measurement: `spreads` maps "scaled",
+    "scale 1.0" and "folded" to the spread of each seed's scores after training."""
+    measured = _nearer(spreads)
+    shown = "; ".join(f"{name} " + ", ".join(fmt(v, 2, guard=False) for v in values)
+                      for name, values in spreads.items())
+
+    def read(guess):
+        if not isinstance(guess, str) or guess.strip().lower() not in CHOICES:
+            return None, f"write \"scaled\" or \"unscaled\", got {_kind(guess)}"
+        return guess.strip().lower(), None
+
+    return prediction(
+        guess, name="the folded model's spread", read=read,
+        describe=lambda said: f"you predicted {said}; the folded model's scores end up like the "
+                              f"{measured} model's (spreads after training: {shown})",
+        lesson="A W_Q folded to 1/8 of its size gets a gradient 8 times larger. Adam moves every "
+               "weight by about the learning rate per step, whatever its gradient's size, so the "
+               "folded W_Q moves 8 times faster relative to its size (plain SGD, a step of lr "
+               "times the gradient, would move it 64 times faster), and so do the scores it "
+               "makes.",
+        todo="no prediction yet; write \"scaled\" or \"unscaled\" in the cell above before "
+             "running.",
+        write="One of the two words, in quotes.")

@@ -1,444 +1,342 @@
-"""The exercises of notebook 07 (masks, decoders and generation), checked.
+"""The exercises of notebook 07 (a pre-trained transformer), checked.
 
-- `padding_and_causal` (implement): one bool mask for a padded batch in a decoder, True where
-  query i may attend key j (key j real and j <= i), that broadcasts to the scores
-  (B, H, T, T);
-- `next_token_loss` (implement): the decoder's loss by teacher forcing, against
-  `attnlab.core.generation.next_token_loss`;
-- `unmasked_generation` (predict): the share of the sorted digits that the model trained
-  without the mask gets right when it writes them itself, guessed before it is measured;
-- `top_p_filter` (implement): nucleus filtering of logits, against
-  `attnlab.core.generation.filter_logits`;
-- `temperature_accuracy`, `temperature_diversity` (predict): what temperatures 0.1 and 10 do to
-  the sorter's accuracy and to the number of different outputs per prompt;
-- `decoder_block` (implement): the post-norm decoder block's forward (masked self-attention,
-  cross-attention, feed-forward, each with its residual and LayerNorm), against
-  `attnlab.core.blocks.DecoderBlock`;
-- `pre_norm_block` (implement): the same block pre-norm (x + part(LayerNorm(x)), the block of
-  GPT-2 and Llama), against `attnlab.core.blocks.DecoderBlock(norm="pre")`;
-- `survivors` (predict, in "Going further"): which of notebook 04's position encodings still
-  solve a decoder's task at twice the training length.
+- `uniform_cosine` (predict): how similar MiniLM's sentence vectors stay with uniform attention;
+- `without_key` (implement): one attention with a key taken out, by the mask or by its value;
+- `minimal_pair` (explore): the weight "it" puts on two candidates in the student's two
+  sentences, in a head they choose, recomputed;
+- `reliability` (implement): the bins of a reliability diagram, against
+  `attnlab.lessons.sentiment.reliability`.
 
-Each implement check's mistakes are its classic wrong answers, written as a student writes them.
+The implement checks run on small random tensors, not on the network.
 """
 from __future__ import annotations
 
-import torch
-from torch import nn
+import re
 
-from ..core.attention import causal_mask
-from ..core.attention_args import broadcast
-from ..core.blocks import DecoderBlock
-from ..core.generation import filter_logits
-from ..core.generation import next_token_loss as reference_loss
-from ..core.models import DecoderOnly
-from ..lessons.decoders import VOCAB, sort_task
+import numpy as np
+import torch
+
+from ..core.attention import scaled_dot_product_attention
+from ..lessons.sentiment import reliability as _reliability
+from ..plumbing.report import fmt
 from . import (
     Implement,
-    Like,
     Predict,
+    Verdict,
     When,
     _kind,
     alike,
+    as_number,
+    check_answer,
     exercise,
-    prediction,
     tensor_problem,
+    untouched,
 )
 
-# --- padding and causal, one mask ----------------------------------------------------------
-
-HEADS = 3  # the scores' H in the check; no batch of the inputs has 1 or 3 rows
-
-
-def _padding_and_causal(real: torch.Tensor) -> torch.Tensor:
-    """(B, 1, T, T) bool: True where query i may attend key j, i.e. key j is real and j <= i."""
-    return real[:, None, None, :] & causal_mask(real.shape[1])  # (B, 1, T, T)
+uniform_cosine = Predict(
+    "uniform attention", tolerance=0.15, digits=2, example=0.44,
+    lesson="With every weight equal, each token in a layer reads the same average of all the "
+           "values, in all 72 heads: what made the tokens' vectors differ is gone, and the "
+           "sentence vector lands far from the trained one.")
 
 
-def _real_inputs() -> list[tuple[torch.Tensor]]:
-    """`real` (B, T) bool batches with padding on the right, on the left, on both sides and
-    none, so that some real queries have padding keys in their past; B is never 1 or HEADS
-    and T never B or HEADS, so that a (B, T, T) mask cannot broadcast by luck."""
-    rows = ([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1]],                            # B = 2, T = 5
-            [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [0, 1, 1, 1, 0, 0]])
-    return [(torch.tensor(r, dtype=torch.bool),) for r in rows]
+# --- a key taken out, by the mask or by its value -------------------------------------------------
+
+def _attend(q, k, v, mask=None) -> torch.Tensor:
+    return scaled_dot_product_attention(q, k, v, mask)[0]  # (B, H, T, D)
 
 
-def _scores(real: torch.Tensor) -> tuple[int, int, int, int]:
-    B, T = real.shape
-    return (B, HEADS, T, T)
+def _hidden(k, key) -> torch.Tensor:
+    return torch.arange(k.shape[-2]) == key[:, None]  # (B, S)   True at the key
 
 
-def _mask_problem(got, expected: torch.Tensor, real: torch.Tensor) -> str | None:
-    """The comparison of masks: bool, broadcasting to the scores, equal after it."""
-    scores = _scores(real)
-    if not isinstance(got, torch.Tensor):
-        return f"your mask should be a torch.Tensor of shape {tuple(expected.shape)}, got " \
-               f"{_kind(got)}"
-    if got.dtype != torch.bool:
-        return f"your mask has dtype {got.dtype}, expected torch.bool (True: may attend)"
-    if broadcast(got.shape, scores) != scores:
-        return (f"your mask of shape {tuple(got.shape)} does not broadcast to (B, H, T, T) = "
-                f"{scores}, the scores' shape: shapes line up from the right, so a mask's axes "
-                "must end in (batch, heads, queries, keys), with size 1 where it does not vary")
-    got = got.expand(scores)
-    if torch.equal(got, expected.expand(scores)):
-        return None
-    return f"your mask differs from the reference in {int((got != expected).sum())} of " \
-           f"{got.numel()} entries (after broadcasting to {scores})"
+def _without_key(q, k, v, key, how: str) -> torch.Tensor:
+    """The attention output (B, H, T, D) with key `key[b]` taken out in row b of the batch."""
+    hidden = _hidden(k, key)
+    if how == "mask":
+        return _attend(q, k, v, ~hidden[:, None, None, :])  # (B, 1, 1, S): may attend
+    return _attend(q, k, v.masked_fill(hidden[:, None, :, None], 0.0))  # (B, 1, S, 1)
 
 
-def _keys(r):
-    return r[:, None, None, :]  # (B, 1, 1, T)
+def _key_inputs(seed: int = 6) -> list[tuple]:
+    """(q, k, v, key, how): self-attention and cross-attention shapes (S != T), both ways."""
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for B, H, T, S, D in ((2, 1, 4, 4, 3), (3, 2, 5, 5, 4), (2, 3, 3, 6, 2)):
+        q = torch.randn(B, H, T, D, generator=g)
+        k, v = torch.randn(B, H, S, D, generator=g), torch.randn(B, H, S, D, generator=g)
+        key = torch.randint(0, S, (B,), generator=g)  # (B,)
+        cases += [(q, k, v, key, "mask"), (q, k, v, key, "value")]
+    _without_key(*cases[0])  # the first masked attention imports what torch loads lazily (a
+    #                          second or so), here rather than inside the student's time limit
+    return cases
 
 
-def _causal(r):
-    return causal_mask(r.shape[1])  # (T, T)
+def _after(q, k, v, hidden):  # the key's weights zeroed after the softmax
+    return scaled_dot_product_attention(q, k, v)[1].masked_fill(hidden[:, None, None, :], 0.0) @ v
 
 
-padding_and_causal = Implement(
-    "padding_and_causal", _padding_and_causal, _real_inputs, compare=_mask_problem,
-    view=lambda mask, real: mask.expand(_scores(real)),
-    success="matches the reference on 2 padded batches, after broadcasting to (B, H, T, T)",
+def _mistake(ways: tuple[str, ...], wrong, message: str) -> When:
+    """A mistake made where `how` is one of `ways`: the output, of the right shape and seen as
+    float32, is `wrong(q, k, v, hidden (B, S))` (a `wrong` that raises: no match). Its example:
+    a student right but for ways[0]."""
+    def test(got, expected, q, k, v, key, how):
+        return how in ways and got.shape == expected.shape and torch.allclose(
+            got.detach().float(), wrong(q, k, v, _hidden(k, key)), atol=1e-5, rtol=1e-4)
+
+    def student(q, k, v, key, how):
+        right = how != ways[0]
+        return _without_key(q, k, v, key, how) if right else wrong(q, k, v, _hidden(k, key))
+    return When(test, message, example=student)
+
+
+without_key = Implement(
+    "without_key", _without_key, _key_inputs,
+    compare=lambda got, expected, *a: tensor_problem(got, expected,
+                                                     name=f'your output for how="{a[-1]}"'),
     mistakes=[
-        Like(lambda r: r[:, None, :, None] & _causal(r),
-             "the padding mask is on the query side (rows): it must hide padding keys "
-             "(columns), whichever query looks"),
-        Like(lambda r: _keys(r) & _causal(r).T,
-             "the causal part lets each query see the future, not the past (it is transposed): "
-             "rows are queries, columns keys"),
-        Like(lambda r: _keys(r) | _causal(r),
-             "the two masks are combined with |: a key may be attended only when it is real and "
-             "in the past, both at once"),
-        Like(lambda r: ~(_keys(r) & _causal(r)),
-             "your mask is True where attention is forbidden; this one is True where query i "
-             "may attend key j"),
-        Like(lambda r: r[:, None, :, None] & _keys(r) & _causal(r),
-             "your mask also hides the padding queries' rows: only padding keys (columns) are "
-             "to be hidden"),
-        Like(lambda r: _causal(r), "only the causal part: padding keys are still visible"),
-        Like(lambda r: _keys(r), "only the padding part: every query still sees the future"),
+        _mistake(("mask",), _after,
+                 'for how="mask" your output is what zeroing the key\'s weights after the '
+                 "softmax gives: a mask acts before the softmax, so the other keys share the "
+                 "weight it frees and each row still sums to 1"),
+        _mistake(("mask",), lambda q, k, v, h: _attend(q, k, v, h[:, None, None, :]),
+                 'for how="mask" every query reads only that key: in a mask True means "may '
+                 'attend", so hide the key with False'),
+        _mistake(("value",), lambda q, k, v, h: _attend(q, k * ~h[:, None, :, None], v),
+                 'for how="value" you zeroed the key vector: its score becomes 0, not -inf, so it '
+                 "still gets weight and its value is still read"),
+        # a (B, 1, S, 1) mask fits the scores only where T == S (elsewhere it raises: no match)
+        _mistake(("mask", "value"), lambda q, k, v, h: _attend(q, k, v, ~h[:, None, :, None]),
+                 "you took out a query (a row of the weights) instead of a key (a column): the "
+                 "mask's last dimension is the keys"),
     ],
-    hint=("two conditions must both hold for query i and key j, one about the key alone and "
-          "one about the pair (i, j); give each the axes it lives on.",
-          "make the padding part a (B, 1, 1, T) tensor (batch, heads, queries, keys), the "
-          "causal part a (T, T) one, and combine them so that both must be True; "
-          "broadcasting does the rest."))
+    hint=("a key is a column of the weights, the last dimension of a mask; a mask says where "
+          "a query MAY attend (True).",
+          "mark the key of each batch row in a (B, S) bool tensor; for \"mask\" give "
+          "attnlab.scaled_dot_product_attention its opposite, shaped to broadcast over heads "
+          "and queries (B, 1, 1, S); for \"value\" set those rows of v to zero (shaped "
+          "(B, 1, S, 1)) and attend with no mask."))
 
 
-# --- the decoder's loss, by teacher forcing ------------------------------------------------------
+# --- explore: a minimal pair for "it" -------------------------------------------------------------
 
-def _loss_inputs() -> list[tuple[DecoderOnly, torch.Tensor]]:
-    """(model, seqs): an untrained causal decoder (float64, no gradients needed) and two
-    batches of sorting sequences (B, 14)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(7)
-        model = DecoderOnly(VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
-    model.requires_grad_(False)
-    return [(model, sort_task(n, seed=70 + n)) for n in (3, 8)]
-
-
-def _ce(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    return nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(),
-                                       reduction=reduction)
-
-
-COPY = ("the targets are not shifted: each position is scored on the token it already reads as "
-        "input. A model that sees its input learns to copy it and drives this loss to about 0 "
-        "without learning anything (the leak of section 4): the target of position t is token "
-        "t + 1")
-OTHER_WAY = ("logits and targets are misaligned by one the other way: position t is scored on "
-             "token t - 1 (or t + 2); the target of position t is token t + 1")
+def _layer_head(answer, n_layers: int, n_heads: int) -> tuple[tuple[int, int] | None, str | None]:
+    """((layer, head), None) or (None, what is wrong with the answer)."""
+    if isinstance(answer, torch.Tensor) and answer.numel() == 2:
+        answer = answer.flatten().tolist()
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        return None, f"expected a pair (layer, head), got {_kind(answer)}"
+    values = []
+    for name, x, n in (("layer", answer[0], n_layers), ("head", answer[1], n_heads)):
+        value, problem = as_number(x, f"the {name}")
+        if problem:
+            return None, problem
+        if value != int(value) or not 0 <= value < n:
+            return None, f"the {name} should be a whole number from 0 to {n - 1}, got {x!r}"
+        values.append(int(value))
+    return (values[0], values[1]), None
 
 
-next_token_loss = Implement(
-    "next_token_loss", reference_loss, _loss_inputs, what="your loss", atol=1e-12, rtol=1e-9,
-    no_grad=True,
-    success="your loss is attnlab's next_token_loss, on two batches of sequences",
+def _words(sentence: str) -> list[str]:
+    return re.findall(r"\w+(?:'\w+)*", sentence.lower())
+
+
+def _pair_problem(pair, candidates) -> str | None:
+    """What is wrong with the sentences and candidates, or None."""
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2
+            and all(isinstance(s, str) for s in pair)):
+        return f"pair should be two sentences (strings), got {_kind(pair)}"
+    a, b = (_words(s) for s in pair)
+    if len(a) != len(b) or sum(x != y for x, y in zip(a, b)) != 1:
+        return "the two sentences should be the same but for one word (same number of words)"
+    if not (isinstance(candidates, (tuple, list)) and len(candidates) == 2
+            and all(isinstance(c, str) for c in candidates)):
+        return f"candidates should be two words (strings), got {_kind(candidates)}"
+    for words in (a, b):
+        if words.count("it") != 1:
+            return 'each sentence should hold the word "it" exactly once'
+        for c in candidates:
+            if words.count(c.lower()) != 1:
+                return f"each sentence should hold the candidate {c!r} exactly once"
+    return None
+
+
+def _measured(pair, candidates, attention_maps, head) -> tuple[torch.Tensor | None, str | None]:
+    """((2, 2, 2) float64: [what "it" puts on each candidate, what each candidate puts on "it"
+    (the classic slip)], each row = sentence, column = candidate; None) or (None, what is
+    wrong). Candidates must be one word piece each."""
+    grids = ([], [])
+    for sentence in pair:
+        tokens, maps = attention_maps(sentence)
+        for c in candidates:
+            if tokens.count(c.lower()) != 1:
+                return None, (f"{c!r} is not one word piece of the model in {sentence!r}: "
+                              f"choose a more common word")
+        pair_head, problem = _layer_head(head, len(maps), maps[0].shape[1])
+        if problem:
+            return None, problem
+        w = maps[pair_head[0]][0, pair_head[1]]  # (T, T): row = query, column = key
+        it, columns = tokens.index("it"), [tokens.index(c.lower()) for c in candidates]
+        grids[0].append([float(w[it, j]) for j in columns])
+        grids[1].append([float(w[j, it]) for j in columns])
+    return torch.tensor(grids, dtype=torch.float64), None
+
+
+def _as_grid(answer) -> tuple[torch.Tensor | None, str | None]:
+    """(answer as a (2, 2) float64 tensor, None) or (None, what is wrong with it)."""
+    if isinstance(answer, (torch.Tensor, np.ndarray)):
+        answer = answer.tolist()
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
+            and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in answer)):
+        return None, (f"weights should be 2 x 2 numbers, [[on candidate 1, on candidate 2] in "
+                      f"sentence 1, the same in sentence 2], got {_kind(answer)}")
+    read = [as_number(x, "each weight") for row in answer for x in row]
+    problem = next((problem for _, problem in read if problem), None)
+    return (None, problem) if problem else \
+        (torch.tensor([value for value, _ in read], dtype=torch.float64).reshape(2, 2), None)
+
+
+def _fake_attention_maps(sentence: str):
+    """A stand-in for `minilm.attention_maps`: [CLS], the words, [SEP], and two layers of three
+    heads with random rows that sum to 1 (seeded by the sentence)."""
+    tokens = ["[CLS]", *_words(sentence), "[SEP]"]
+    g = torch.Generator().manual_seed(sum(map(ord, sentence)))
+    T = len(tokens)
+    return tokens, [torch.softmax(torch.randn(1, 3, T, T, generator=g), dim=-1) for _ in range(2)]
+
+
+EXAMPLE_PAIR = ("The dog bit the cat because it was angry.",
+                "The dog bit the cat because it was scared.")
+
+
+@exercise("explore", args=lambda: (EXAMPLE_PAIR, ("dog", "cat"), (1, 2), _fake_attention_maps))
+def minimal_pair(weights, pair, candidates, head, attention_maps):
+    """Your 2 x 2 weights must be what "it" puts on each candidate (columns) in each of your
+    two sentences (rows), in your (layer, head), recomputed with `attention_maps`. Returns your
+    weights when right, else the recomputed ones (None without a minimal pair)."""
+    grids, problem = None, _pair_problem(pair, candidates)
+    if problem is None and not (isinstance(head, (tuple, list)) and all(map(untouched, head))):
+        grids, problem = _measured(pair, candidates, attention_maps, head)
+    reference = None if grids is None else grids[0]
+
+    def judge(weights):
+        if problem:
+            return Verdict.wrong(problem, "two sentences that differ in one word which changes "
+                                          'what "it" means, e.g. an adjective that fits only one '
+                                          "of two nouns; the nouns are the candidates.")
+        if reference is None:
+            return Verdict.todo("choose a (layer, head) in the cell above.")
+        got, wrong = _as_grid(weights)
+        if wrong:
+            return wrong
+        if torch.allclose(got, reference, atol=5e-3, rtol=0):
+            (a1, a2), (b1, b2) = reference.tolist()
+            c1, c2 = candidates
+            moved = (b2 - b1) - (a2 - a1)  # how far the changed word moved "it" towards c2
+            # fmt's rounding guard stays on: in the full edition these are the solution's
+            # measurements, which strict nbval compares on every CPU
+            return Verdict.right(
+                f'in layer {int(head[0])}, head {int(head[1])} "it" puts {fmt(a1, 2)} on {c1!r} '
+                f"and {fmt(a2, 2)} on {c2!r} in the first sentence, {fmt(b1, 2)} and "
+                f"{fmt(b2, 2)} in the second: the one word moved it by {fmt(moved, 2, sign=True)} "
+                f"towards {c2!r}", value=weights)
+        for grid, mistake in [
+            (reference.T, "your rows are the candidates: make each row one sentence"),
+            (grids[1], 'these are the weights each candidate puts on "it": read the row of "it" '
+                       "(the query) and the candidate's column (the key)"),
+        ]:
+            if torch.allclose(got, grid, atol=5e-3, rtol=0):
+                return mistake
+        return "these are not the weights recomputed from your sentences in that head"
+
+    return check_answer(
+        weights, judge, name="minimal pair", reference=reference,
+        hint=('the weight "it" puts on a word is in row "it", column of that word, of the '
+              "head's (T, T) map.",
+              "for each sentence: tokens, maps = attention_maps(sentence); take "
+              "maps[layer][0, head] and index it with tokens.index(...) for the row and the "
+              "column."),
+        todo="not attempted yet; write your two sentences and the weights in the cell above.")
+
+
+# --- the bins of a reliability diagram ------------------------------------------------------------
+
+def _reliability_inputs(seed: int = 6) -> list[tuple]:
+    """(confidence, correct, n_bins): random confidences in [0.5, 1] with the two ends among
+    them (1.0 belongs to the last bin), and a set that leaves some bins empty."""
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for n, n_bins in ((40, 5), (25, 4)):
+        confidence = 0.5 + 0.5 * torch.rand(n, generator=g, dtype=torch.float64)  # (n,)
+        confidence[:2] = torch.tensor([1.0, 0.5], dtype=torch.float64)
+        correct = torch.rand(n, generator=g) < confidence.float()  # (n,) bool
+        cases.append((confidence, correct, n_bins))
+    confidence = torch.tensor([0.97, 1.0, 0.52, 0.93, 0.99], dtype=torch.float64)  # bins 1-3 empty
+    cases.append((confidence, torch.tensor([True, True, False, False, True]), 5))
+    return cases
+
+
+_PARTS = ("the counts", "the mean confidences", "the accuracies")
+
+
+def _wrong_part(got, expected) -> tuple:
+    """(name, part, the reference's part, the comparison's words) of the first part of the
+    result that differs (name None: the result is no 3-tuple), or None. An empty bin is NaN."""
+    if not isinstance(got, tuple) or len(got) != 3:
+        return None, got, None, ("your function should return a tuple (count, confidence, "
+                                 f"accuracy), got {_kind(got)}")
+    for name, g, e in zip(_PARTS, got, expected):
+        if not alike(g, e):
+            return name, g, e, tensor_problem(g, e, name=name)
+        empty = torch.isnan(e)  # (n_bins,)
+        if not torch.equal(torch.isnan(g), empty):
+            return name, g, e, f"{name} has NaN where the reference has a number, or the other " \
+                               "way round"
+        problem = tensor_problem(g.masked_fill(empty, 0), e.masked_fill(empty, 0), name=name)
+        if problem:
+            return name, g, e, problem
+    return None
+
+
+def _in_part(test, message, example) -> When:
+    """A mistake seen in the first part that differs: `test` and `message` take (name, part,
+    its reference, confidence, n_bins)."""
+    def first(got, expected, confidence, correct, n_bins):
+        return *_wrong_part(got, expected)[:3], confidence, n_bins
+    return When(lambda *a: (seen := first(*a))[0] is not None and test(*seen),
+                lambda *a: message(*first(*a)), example=example)
+
+
+reliability = Implement(
+    "reliability", _reliability, _reliability_inputs,
+    compare=lambda got, expected, *_: (_wrong_part(got, expected) or (None,) * 4)[3],
     mistakes=[
-        When(lambda got, *_: isinstance(got, float),
-             "your loss is a Python number (.item()?): training calls loss.backward() on it, so "
-             "return the tensor", example=lambda m, s: reference_loss(m, s).item()),
-        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, :-1]), COPY),
-        Like(lambda m, s: _ce(m(s), s), COPY),
-        Like(lambda m, s: _ce(m(s[:, 1:]), s[:, :-1]), OTHER_WAY),
-        Like(lambda m, s: _ce(m(s)[:, 1:], s[:, :-1]), OTHER_WAY),
-        Like(lambda m, s: _ce(m(s[:, :-2]), s[:, 2:]), OTHER_WAY),
-        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum"),
-             "your loss is the sum over every position of every sequence; the loss is their mean "
-             "(fit's learning rate is set for a mean)"),
-        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum") / len(s),
-             "your loss sums over the positions of each sequence and averages over the "
-             "sequences; average over every position of every sequence"),
-        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum") / (s.shape[1] - 1),
-             "your loss sums over the sequences; average over every position of every sequence"),
-        Like(lambda m, s: _ce(m(s[:, :-1])[:, -1:], s[:, -1:]),
-             "your loss scores only the last position; teacher forcing scores every position at "
-             "once"),
-        When(lambda got, expected, *_: alike(got, expected) and bool(torch.isfinite(got)),
-             lambda got, expected, *_: f"your loss is {float(got):.4g}, the "
-                                                   f"reference {float(expected):.4g}"),
+        _in_part(lambda name, g, e, c, n: isinstance(g, torch.Tensor)
+                 and tuple(g.shape) == (n + 1,),
+                 lambda name, g, e, c, n: f"{name} have {n + 1} entries for {n} bins: a "
+                                          "confidence of exactly 1.0 lands one past the last "
+                                          "bin unless you cap it",
+                 lambda c, r, n: (torch.bincount(((c - 0.5) / 0.5 * n).long(),
+                                                 minlength=n),) * 3),  # bins without the cap
+        _in_part(lambda name, g, e, c, n: name == _PARTS[0] and alike(g, e)
+                 and int(g.sum()) != len(c),
+                 lambda name, g, e, c, n: f"your counts add up to {int(g.sum())}, not {len(c)}: "
+                                          "a confidence of exactly 1.0 belongs in the last bin",
+                 lambda c, r, n: _reliability(c[c < 1], r[c < 1], n)),  # the 1.0s left out
+        _in_part(lambda name, g, e, c, n: name == _PARTS[0] and alike(g, e) and torch.equal(
+                     g, torch.bincount((c * n).long().clamp(max=n - 1), minlength=n)),
+                 lambda *_: "your bins cut [0, 1]: a two-class model's confidence is never "
+                            "below 0.5, so cut [0.5, 1] into n_bins equal bins",
+                 lambda c, r, n: _reliability(0.5 + c / 2, r, n)),  # the bins of c over [0, 1]
+        _in_part(lambda name, g, e, c, n: g.is_floating_point() and alike(g, e)
+                 and bool(torch.isnan(e).any()) and bool((g[torch.isnan(e)] == 0).all()),
+                 lambda name, *_: f"an empty bin should give NaN in {name} (there is nothing "
+                                  "to average; 0 would plot as a bin that is always wrong)",
+                 lambda c, r, n: tuple(t.nan_to_num(0.0) for t in _reliability(c, r, n))),
     ],
-    hint=("the model reads the sequence without its last token; each of its positions is "
-          "scored on the token that follows it.",
-          "inputs seqs[:, :-1], targets seqs[:, 1:]; cross_entropy wants (N, V) logits "
-          "and (N,) targets, so flatten the batch and position axes together (or move "
-          "the vocabulary axis to dimension 1)."))
-
-
-# --- the leak, predicted ----------------------------------------------------------------------
-
-unmasked_generation = Predict(
-    "predict the unmasked model's generated accuracy", tolerance=0.15, example=0.42,
-    lesson="Trained with the answer in view, it learned to copy the next token, not to sort; "
-           "writing on its own, there is no next token to copy.")
-
-
-# --- top-p (nucleus) filtering -------------------------------------------------------------------
-
-def _logit_inputs() -> list[tuple[torch.Tensor, float]]:
-    """(logits (B, V) float64, p): spread-out rows, and rows where one token alone reaches p."""
-    g = torch.Generator().manual_seed(11)
-    spread = torch.randn(4, 12, generator=g, dtype=torch.float64) * 1.5  # (4, 12)
-    peaked = torch.randn(3, 7, generator=g, dtype=torch.float64)  # (3, 7)
-    peaked[:, 2] += 6.0  # token 2 alone holds more than 0.9
-    return [(spread, 0.5), (spread, 0.9), (peaked, 0.8)]
-
-
-def _nucleus(x: torch.Tensor, p: float, *, probs=True, descending=True, reach=True,
-             back=True) -> torch.Tensor:
-    """The nucleus as a student may write it: softmax (`probs`), sort, drop a token once the
-    total before it reaches p (`reach`; else once the total with it passes p), scatter the
-    flags `back` to token order (else the logits stay sorted)."""
-    values, order = x.sort(dim=-1, descending=descending)  # (B, V)
-    share = torch.softmax(values, dim=-1) if probs else values
-    total = share.cumsum(dim=-1)  # (B, V)
-    drop = (total - share >= p) if reach else (total > p)
-    if not back:
-        return values.masked_fill(drop, float("-inf"))
-    return x.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
-
-
-def _logits_problem(got, expected: torch.Tensor, x, p) -> str | None:
-    """The comparison of filtered logits, whose dropped entries are -inf on both sides."""
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape \
-            or got.dtype != expected.dtype:
-        return tensor_problem(got, expected, name="your logits")
-    if torch.equal(torch.isinf(got), torch.isinf(expected)) \
-            and torch.allclose(got, expected, rtol=1e-12, atol=0.0):
-        return None
-    return "your kept logits differ from the logits given"
-
-
-def _tokens_kept(got, expected, *_) -> str:
-    kept, should = int(torch.isfinite(got).sum()), int(torch.isfinite(expected).sum())
-    return f"your function keeps {kept} tokens where the nucleus holds {should}" \
-        if kept != should else "your kept logits differ from the logits given"
-
-
-top_p_filter = Implement(
-    "top_p_filter", lambda logits, p: filter_logits(logits, top_p=p), _logit_inputs,
-    refuse=(filter_logits,), compare=_logits_problem, atol=0.0, rtol=1e-12,
-    changed="your function changed the logits it was given (in place): work on a copy "
-            "(masked_fill returns a new tensor)",
-    success="matches attnlab's filter_logits(top_p=p) on 3 batches of logits",
-    mistakes=[
-        When(lambda got, expected, *_: alike(got, expected) and bool(torch.isnan(got).any()),
-             "your logits contain NaN",
-             example=lambda x, p: x * float("nan")),
-        Like(lambda x, p: x, "your function returns the logits unchanged: every token is kept"),
-        Like(lambda x, p: _nucleus(x, p, reach=False),
-             "your nucleus stops before the token that crosses p: it is the smallest set whose "
-             "probability REACHES p, so it includes that token"),
-        Like(lambda x, p: _nucleus(x, p, back=False),
-             "your logits come back in sorted order: each must stay at its token's place "
-             "(scatter back with the sort's indices)"),
-        Like(lambda x, p: torch.where(torch.isinf(_nucleus(x, p)), 0.0, x),
-             "a dropped token gets logit 0, and e^0 is not 0: it can still be drawn; set it to "
-             "-inf"),
-        Like(lambda x, p: _nucleus(x, p, probs=False),
-             "your running sum adds up logits; the nucleus adds up probabilities (softmax "
-             "first)"),
-        Like(lambda x, p: _nucleus(x, p, descending=False),
-             "your nucleus starts from the least likely tokens: sort in descending order"),
-        When(lambda got, expected, *_: alike(got, expected)
-             and bool(((got >= 0) & (got <= 1)).all()),
-             "your result looks like probabilities; return the logits, dropped ones at -inf",
-             example=lambda x, p: torch.softmax(_nucleus(x, p), -1)),
-        When(lambda got, expected, *_: alike(got, expected), _tokens_kept),
-    ],
-    hint=("sort each row's probabilities from the most likely down and keep tokens until "
-          "the running total reaches p, the one that reaches it included.",
-          "softmax, then sort descending (keep the indices); the probability of the tokens "
-          "before each one is cumsum - probs; drop a token when that is already >= p; put "
-          "the drop flags back in token order with scatter and masked_fill the logits."))
-
-
-# --- temperature: accuracy and diversity, predicted -------------------------------------------
-
-temperature_accuracy = Predict(
-    "accuracy at temperatures 0.1 and 10", tolerance=0.15, example=[1.0, 0.16],
-    lesson="Dividing the logits by 0.1 makes the likeliest token all but certain: sampling "
-           "becomes greedy. Dividing by 10 flattens them towards 1/12 each: the digits are "
-           "drawn almost at random.")
-
-temperature_diversity = Predict(
-    "different outputs at temperatures 0.1 and 10", tolerance=2.0, digits=2,
-    example=[1.0, 10.0],
-    lesson="At 0.1 almost every sample is the greedy output; at 10 almost every token is a "
-           "fresh draw, so no two samples of six digits agree.")
-
-
-# --- the decoder block, written out -----------------------------------------------------------
-
-def _block_inputs(norm: str = "post") -> list[tuple]:
-    """(block, x, context, mask): a block with cross-attention (context S != T, so that a
-    swapped query and context shows in the shape) and one without, float64, no gradients."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(5)
-        blocks = [DecoderBlock(16, 2, 32, cross=cross, norm=norm).double().eval()
-                  for cross in (True, False)]
-    g = torch.Generator().manual_seed(5)
-    x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64)  # (B, T, d_model)
-    context = torch.randn(2, 4, 16, generator=g, dtype=torch.float64)  # (B, S, d_model)
-    real = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.bool)  # (B, T)
-    padded = real[:, None, None, :] & causal_mask(5)  # (B, 1, T, T)
-    for b in blocks:
-        b.requires_grad_(False)
-    return [(blocks[0], x, context, causal_mask(5)), (blocks[0], x, context, padded),
-            (blocks[1], x, None, causal_mask(5))]
-
-
-def _post_norm(block, x, context, mask, *, residual=True, cross=True, cross_first=False):
-    """The block written out, as a student may: each part LayerNorm(x + part(x))."""
-    def part(h, out, norm):
-        return norm(h + out if residual else out)
-
-    def self_part(h):
-        return part(h, block.self_attn(h, mask)[0], block.norm1)
-
-    def cross_part(h):
-        if context is None or not cross:
-            return h
-        return part(h, block.cross_attn(h, context=context)[0], block.norm2)
-    h = self_part(cross_part(x)) if cross_first else cross_part(self_part(x))
-    return part(h, block.ff(h), block.norm3)
-
-
-def _pre_norm(block, x, context, mask, *, residual=True, last_norm=False):
-    """The pre-norm block written out, as a student may: each part x + part(LayerNorm(x))."""
-    def part(h, out):
-        return h + out if residual else out
-    x = part(x, block.self_attn(block.norm1(x), mask)[0])
-    if context is not None:
-        x = part(x, block.cross_attn(block.norm2(x), context=context)[0])
-    x = part(x, block.ff(block.norm3(x)))
-    return block.norm3(x) if last_norm else x
-
-
-#: the first mistake of both block checks: the tuple of a MultiHeadAttention call handed back
-_RETURNS_A_TUPLE = When(
-    lambda got, *_: isinstance(got, tuple),
-    lambda got, *_: f"your function returns {_kind(got)}; return only the new x (B, T, d_model): "
-                    "MultiHeadAttention returns (output, weights), so unpack it first",
-    example=lambda b, x, c, m: b.self_attn(x, m))
-
-decoder_block = Implement(
-    "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask),
-    _block_inputs, what="your x", atol=1e-12, rtol=0.0, no_grad=True,
-    refuse=(DecoderBlock.forward,),
-    success="your block is attnlab's DecoderBlock, with and without cross-attention",
-    mistakes=[
-        _RETURNS_A_TUPLE,
-        When(lambda got, expected, block, x, context, mask: context is not None
-             and tuple(got.shape) == tuple(context.shape) != tuple(x.shape),
-             "your result has the context's shape (B, S, d_model): in cross-attention the "
-             "queries come from x (the target), the keys and values from context",
-             example=lambda b, x, c, m: x if c is None else b.cross_attn(c, context=x)[0]),
-        Like(lambda b, x, c, m: _post_norm(b, x, c, m, residual=False),
-             "the residual connections are missing: each part's output is added to its input "
-             "before the LayerNorm"),
-        Like(_pre_norm, "this is pre-norm (x + part(LayerNorm(x))); this block is post-norm: "
-                        "LayerNorm(x + part(x))"),
-        Like(lambda b, x, c, m: _post_norm(b, x, c, None),
-             "your self-attention has no mask: every position reads the future (pass the mask "
-             "to self_attn)"),
-        Like(lambda b, x, c, m: _post_norm(b, x, c, m, cross=False),
-             "the cross-attention is missing: with a context, the middle part reads it (queries "
-             "from x, keys and values from context)"),
-        Like(lambda b, x, c, m: _post_norm(b, x, c, m, cross_first=True),
-             "cross-attention comes before self-attention here: the block first reads its own "
-             "past, then the context"),
-    ],
-    hint=("three parts in a row, each LayerNorm(x + part(x)): masked self-attention, "
-          "cross-attention (only when there is a context), feed-forward.",
-          "block.self_attn(x, mask) and block.cross_attn(x, context=context) return "
-          "(output, weights); the LayerNorms are block.norm1, norm2, norm3 in that "
-          "order, the feed-forward block.ff."))
-
-pre_norm_block = Implement(
-    "pre_norm_block", lambda block, x, context, mask: block(x, context, mask=mask),
-    lambda: _block_inputs("pre"), what="your x", atol=1e-12, rtol=0.0, no_grad=True,
-    refuse=(DecoderBlock.forward,),
-    success="your block is attnlab's pre-norm DecoderBlock, with and without cross-attention",
-    mistakes=[
-        _RETURNS_A_TUPLE,
-        Like(_post_norm, "this is post-norm, LayerNorm(x + part(x)); pre-norm normalises only "
-                         "what each part reads: x + part(LayerNorm(x))"),
-        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, residual=False),
-             "the residual connections are missing: each part's output is added to the x it "
-             "read from, x + part(LayerNorm(x))"),
-        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, last_norm=True),
-             "your last line normalises the sum: in pre-norm nothing normalises x itself, each "
-             "part only adds to it"),
-        Like(lambda b, x, c, m: _pre_norm(b, x, None, m) if c is not None else x,
-             "the cross-attention is missing: with a context, the middle part reads it (queries "
-             "from LayerNorm2(x), keys and values from context)"),
-    ],
-    hint=("the same three parts in the same order, but each reads a normalised copy: "
-          "x = x + part(LayerNorm(x)).",
-          "x = x + block.self_attn(block.norm1(x), mask)[0]; with a context, "
-          "x = x + block.cross_attn(block.norm2(x), context=context)[0]; then "
-          "x + block.ff(block.norm3(x))."))
-
-
-# --- Going further: past the training length ----------------------------------------------------
-
-ENCODINGS = ("learned", "sinusoidal", "rotary", "none")  # notebook 04's four
-
-SURVIVORS_LESSON = (
-    "A rotary score depends only on the distance m - n, and 'two back' is one distance at every "
-    "length; the sinusoidal vectors past the training length never occurred in training; a "
-    "learned table has no row for them at all.")
-
-
-def _names(guess) -> tuple[set | None, str | None]:
-    """(the set of encoding names in a guess, None) or (None, what is wrong with it)."""
-    if isinstance(guess, str) and guess in ENCODINGS:
-        return {guess}, None  # one name alone is a set of one
-    if isinstance(guess, str) or not isinstance(guess, (set, frozenset, list, tuple)):
-        return None, f"expected a set of encoding names, got {_kind(guess)}"
-    unknown = [n for n in guess if not isinstance(n, str) or n not in ENCODINGS]
-    if unknown:
-        return None, f"{unknown[0]!r} is not one of the encodings {ENCODINGS}"
-    return set(guess), None
-
-
-@exercise("predict", args=({"rotary"},))
-def survivors(guess, measured):
-    """Predict: the set of encodings whose decoders still solve the task (a test accuracy of at
-    least 0.9 in every run) at the positions past the training length."""
-    measured = set(measured)
-
-    def read(guess):
-        names, problem = _names(guess)
-        return (None, problem) if problem else (frozenset(names), None)
-
-    return prediction(
-        guess, name="which encodings survive twice the length", read=read,
-        describe=lambda names: f"you predicted {{{', '.join(sorted(names))}}}; measured "
-                               f"{{{', '.join(sorted(measured))}}}",
-        lesson=SURVIVORS_LESSON,
-        todo="no prediction yet; write your guess in the cell above before running.",
-        write=f"Write a set of names from {ENCODINGS}, such as {{'learned', 'none'}}, or set() "
-              "for none of them.")
+    hint=("which bin a confidence falls in is how many bin widths it lies above 0.5; a "
+          "confidence of exactly 1.0 must land in the last bin.",
+          "turn each confidence into a whole bin number (distance above 0.5 in bin widths, "
+          "rounded down, capped at the last bin); count per bin; sum the confidences and "
+          "the right answers per bin and divide by the counts: 0 / 0 gives NaN for an "
+          "empty bin."))

@@ -1,24 +1,38 @@
-"""The exercises of notebook 08 (what attention costs), checked.
+"""The exercises of notebook 08 (masks, decoders and generation), checked.
 
-- `flop_ratios` (predict): how the score part, the projections and the whole layer grow with a
-  4× longer context;
-- `decode_step` (implement): one decoding step with a KV cache, step after step, against
-  recomputing the whole prefix (`kv_cache.recompute_step`);
-- `bytes_per_token` (implement): the KV cache's bytes per token on a table of configurations,
-  against `kv_cache.bytes_per_token`;
-- `online_update` (implement): fold one block of keys into the online softmax's running max,
-  total and weighted sum, against `online_softmax.online_update`.
+- `padding_and_causal` (implement): one bool mask for a padded batch in a decoder, True where
+  query i may attend key j (key j real and j <= i), that broadcasts to the scores
+  (B, H, T, T);
+- `next_token_loss` (implement): the decoder's loss by teacher forcing, against
+  `attnlab.core.generation.next_token_loss`;
+- `unmasked_generation` (predict): the share of the sorted digits that the model trained
+  without the mask gets right when it writes them itself, guessed before it is measured;
+- `top_p_filter` (implement): nucleus filtering of logits, against
+  `attnlab.core.generation.filter_logits`;
+- `temperature_accuracy`, `temperature_diversity` (predict): what temperatures 0.1 and 10 do to
+  the sorter's accuracy and to the number of different outputs per prompt;
+- `decoder_block` (implement): the post-norm decoder block's forward (masked self-attention,
+  cross-attention, feed-forward, each with its residual and LayerNorm), against
+  `attnlab.core.blocks.DecoderBlock`;
+- `pre_norm_block` (implement): the same block pre-norm (x + part(LayerNorm(x)), the block of
+  GPT-2 and Llama), against `attnlab.core.blocks.DecoderBlock(norm="pre")`;
+- `survivors` (predict, in "Going further"): which of notebook 05's position encodings still
+  solve a decoder's task at twice the training length.
+
+Each implement check's mistakes are its classic wrong answers, written as a student writes them.
 """
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from ..core.attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention
-from ..core.kv_cache import KVCache, recompute_step
-from ..core.kv_cache import bytes_per_token as reference_bytes
-from ..core.kv_cache import decode_step as reference_step
-from ..core.online_softmax import empty_state
-from ..core.online_softmax import online_update as reference_update
+from ..core.attention import causal_mask
+from ..core.attention_args import broadcast
+from ..core.blocks import DecoderBlock
+from ..core.generation import filter_logits
+from ..core.generation import next_token_loss as reference_loss
+from ..core.models import DecoderOnly
+from ..lessons.decoders import VOCAB, sort_task
 from . import (
     Implement,
     Like,
@@ -26,252 +40,405 @@ from . import (
     When,
     _kind,
     alike,
-    call_safely,
-    check_answer,
     exercise,
-    grader_seed,
-    none_returned,
-    refusing,
-    result_problem,
-    same,
+    prediction,
     tensor_problem,
 )
 
-flop_ratios = Predict(
-    "predict the FLOP ratios of a 4× longer context", tolerance=1.0, digits=1,
-    example=[16.0, 4.0, 8.0],
-    lesson="Scores pair every query with every key (T²), projections touch each token "
-           "once (T); the layer adds both.")
+# --- padding and causal, one mask ----------------------------------------------------------
+
+HEADS = 3  # the scores' H in the check; no batch of the inputs has 1 or 3 rows
 
 
-# --- one decoding step with a KV cache ---------------------------------------------------------
-# A function, not an `Implement`: the student's step changes the cache it is given, step after
-# step, and its lines say at which position ("at position 3 (B = 2, ...), ...").
-
-class _WatchedCache(KVCache):
-    """A KVCache that notes the shape of every key appended, so that keys split into the query
-    heads' count are named (appending them fails, or fills the cache with the wrong numbers)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.appended: list[tuple[int, ...]] = []
-
-    def append(self, k, v):
-        self.appended.append(tuple(getattr(k, "shape", ())))
-        return super().append(k, v)
+def _padding_and_causal(real: torch.Tensor) -> torch.Tensor:
+    """(B, 1, T, T) bool: True where query i may attend key j, i.e. key j is real and j <= i."""
+    return real[:, None, None, :] & causal_mask(real.shape[1])  # (B, 1, T, T)
 
 
-def _decode_cases(seed: int = 8) -> list[tuple[MultiHeadAttention, torch.Tensor, int]]:
-    """(layer, x (B, T, d_model), prefix length P): P tokens are cached first, the others are
-    decoded one by one. Grouped-query layers, so that the shared heads and their order matter,
-    one of them rotary, so that the new token's position matters; made under a private seed
-    (the caller's random numbers are left as they were)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        grouped = MultiHeadAttention(16, 4, n_kv_heads=2)  # 2 query heads per key/value head
-        rotated = MultiHeadAttention(16, 4, n_kv_heads=1, rotary=True)  # multi-query, rotary
-        return [(grouped, torch.randn(2, 6, 16), 3), (rotated, torch.randn(1, 6, 16), 4)]
+def _real_inputs() -> list[tuple[torch.Tensor]]:
+    """`real` (B, T) bool batches with padding on the right, on the left, on both sides and
+    none, so that some real queries have padding keys in their past; B is never 1 or HEADS
+    and T never B or HEADS, so that a (B, T, T) mask cannot broadcast by luck."""
+    rows = ([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1]],                            # B = 2, T = 5
+            [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [0, 1, 1, 1, 0, 0]])
+    return [(torch.tensor(r, dtype=torch.bool),) for r in rows]
 
 
-def _step(attn, x_t, past_k, past_v, *, at=lambda t: t, before_append=False, out=True,
-          tiled=False):
-    """A decoding step as a student may write it: right with the defaults; the new token is
-    rotated at position `at(len(cache))`; `before_append` attends over the past only,
-    `out=False` skips the output projection, `tiled` repeats the key/value heads as a block
-    (0, 1, 0, 1) instead of each in place (0, 0, 1, 1)."""
-    q, k, v = attn.project(x_t, positions=torch.tensor([at(past_k.shape[2])]))  # (B, H(_kv), 1, D)
-    keys = past_k if before_append else torch.cat([past_k, k], dim=2)  # (B, H_kv, t, D)
-    values = past_v if before_append else torch.cat([past_v, v], dim=2)
-    group = attn.n_heads // attn.n_kv_heads
-    if tiled:
-        keys, values = keys.repeat(1, group, 1, 1), values.repeat(1, group, 1, 1)
-    else:
-        keys, values = keys.repeat_interleave(group, 1), values.repeat_interleave(group, 1)
-    merged = merge_heads(scaled_dot_product_attention(q, keys, values)[0])  # (B, 1, d_model)
-    return attn.out(merged) if out else merged
+def _scores(real: torch.Tensor) -> tuple[int, int, int, int]:
+    B, T = real.shape
+    return (B, HEADS, T, T)
 
 
-# The classic mistakes: how the student's step differs from `_step`'s defaults, and what is
-# wrong. One that makes no difference in a layer (the order of the heads where there is one
-# key/value head, the position where there is no rotary) cannot be mistaken for a wrong output.
-_STEP_MISTAKES = [
-    (dict(before_append=True),
-     "it attends over the cache before this token's key and value are in it: the token "
-     "cannot see itself (append first, then attend over everything the cache returns)"),
-    (dict(out=False), "the heads are merged but the output projection attn.out is missing"),
-    (dict(tiled=True),
-     "the shared key/value heads are repeated in the wrong order: query head h reads key/value "
-     "head h // G, so each must be repeated in place (0, 0, 1, 1), not as a block (0, 1, 0, 1)"),
-    (dict(at=lambda t: 0), "this layer is rotary and the new token was rotated as if at "
-                           "position 0: it sits at position len(cache)"),
-    (dict(at=lambda t: t + 1), "the new token was rotated one position too far: positions "
-                               "start at 0, so it sits at len(cache) as it was before the append"),
-]
+def _mask_problem(got, expected: torch.Tensor, real: torch.Tensor) -> str | None:
+    """The comparison of masks: bool, broadcasting to the scores, equal after it."""
+    scores = _scores(real)
+    if not isinstance(got, torch.Tensor):
+        return f"your mask should be a torch.Tensor of shape {tuple(expected.shape)}, got " \
+               f"{_kind(got)}"
+    if got.dtype != torch.bool:
+        return f"your mask has dtype {got.dtype}, expected torch.bool (True: may attend)"
+    if broadcast(got.shape, scores) != scores:
+        return (f"your mask of shape {tuple(got.shape)} does not broadcast to (B, H, T, T) = "
+                f"{scores}, the scores' shape: shapes line up from the right, so a mask's axes "
+                "must end in (batch, heads, queries, keys), with size 1 where it does not vary")
+    got = got.expand(scores)
+    if torch.equal(got, expected.expand(scores)):
+        return None
+    return f"your mask differs from the reference in {int((got != expected).sum())} of " \
+           f"{got.numel()} entries (after broadcasting to {scores})"
 
 
-def _heads_problem(cache: _WatchedCache, attn) -> str | None:
-    """What is wrong with the head count of the keys appended to `cache`, or None."""
-    wrong = [s[1] for s in cache.appended if len(s) == 4 and s[1] != attn.n_kv_heads]
-    if wrong and wrong[0] == attn.n_heads:
-        return (f"you appended keys with n_heads = {attn.n_heads} heads to the cache of a layer "
-                f"with n_kv_heads = {attn.n_kv_heads}: the cache keeps the key/value heads only "
-                f"(split k and v into attn.n_kv_heads heads, and share them among the query "
-                f"heads only when attending)")
-    if wrong:
-        return (f"you appended keys with {wrong[0]} heads; this layer's cache holds "
-                f"n_kv_heads = {attn.n_kv_heads}, as (B, n_kv_heads, t, d_head)")
-    return None
+def _keys(r):
+    return r[:, None, None, :]  # (B, 1, 1, T)
 
 
-def _judge_step(fn):
-    """None when `fn(attn, x_t, cache)` decodes every token of every case as recomputing does
-    and appends exactly one position per step; else what is wrong (a ○ Verdict for None).
-    A grader's cases come from its seed, and attnlab's decode_step refuses to run in them."""
-    if not callable(fn):
-        return f"expected a function, got {_kind(fn)}"
-    seed = grader_seed()
-    first = True
-    for attn, x, prefix in _decode_cases(*([] if seed is None else [seed])):
-        B, T, _ = x.shape
-        with torch.no_grad():
-            cache = _WatchedCache.for_layer(attn, x, max_len=T)
-            cache.append(*attn.project(x[:, :prefix])[1:])  # the prefix's keys and values
-            cache.appended.clear()
-            for t in range(prefix, T):
-                before = len(cache)
-                past_k = cache.keys[:, :, :before].clone()  # (B, H_kv, t - 1, D)
-                past_v = cache.values[:, :, :before].clone()
-                x_t = x[:, t:t + 1]  # (B, 1, d_model)
-                expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
-                with refusing(None if seed is None else reference_step):
-                    got, problem = call_safely(fn, attn, x_t, cache)
-                if first and problem is None and got is None:
-                    return none_returned(fn)
-                first = False
-                problem = _heads_problem(cache, attn) or problem
-                if problem is not None:
-                    return problem
-                where = (f"at position {t} (B = {B}, n_heads = {attn.n_heads}, n_kv_heads = "
-                         f"{attn.n_kv_heads}{', rotary' if attn.rotary else ''})")
-                problem = tensor_problem(got, expected, name="your output")
-                if problem is not None:
-                    named = [message for change, message in _STEP_MISTAKES if same(
-                        got, _step(attn, x_t, past_k, past_v, **change), 1e-5, 1e-4)]
-                    return f"{where}, {(named or [problem])[0]}"
-                if len(cache) != before + 1:
-                    return (f"{where}, the output is right but the cache went from {before} to "
-                            f"{len(cache)} positions: append this token's key and value, once")
-    return None
+def _causal(r):
+    return causal_mask(r.shape[1])  # (T, T)
 
 
-@exercise("implement")
-def decode_step(fn):
-    """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
-    multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
-    it is right at every step, else `attnlab.core.kv_cache.decode_step`."""
-    return check_answer(
-        fn, _judge_step, name="decode_step", reference=reference_step,
-        success="matches recomputing the whole prefix at 5 positions of two grouped-query "
-                "layers (one rotary), and appends one position per step",
-        todo="not attempted yet; write your function above and run the cell again.",
-        hint=("the new token's key and value must be in the cache before its query looks at "
-              "the cache; the query heads outnumber the key/value heads.",
-              "project (at position len(cache)), append, give each query head the key/value "
-              "head of its group, attend, merge the heads, project out."))
-
-
-# --- the KV cache's bytes per token --------------------------------------------------------------
-
-# (n_layers, d_model, n_heads, n_kv_heads, bytes_per_number), one configuration per column, made
-# up so that each missing or wrong factor gives other numbers than every other mistake
-_CONFIGS = torch.tensor([[3, 5, 2, 7],
-                         [40, 96, 48, 64],
-                         [8, 12, 6, 16],
-                         [2, 3, 6, 1],
-                         [4, 2, 1, 2]])
-
-
-def _bytes_reference(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number):
-    """`kv_cache.bytes_per_token` for each configuration of a table whose columns are tensors."""
-    columns = zip(n_layers.tolist(), d_model.tolist(), n_heads.tolist(), n_kv_heads.tolist(),
-                  bytes_per_number.tolist())
-    return torch.tensor([reference_bytes(layers, kv, d // heads, size)
-                         for layers, d, heads, kv, size in columns])  # (n_configs,) int64
-
-
-def _bytes_problem(got, expected, *_) -> str | None:
-    """The comparison of whole numbers: equal, with both lists shown where they are not."""
-    if not alike(got, expected):
-        return tensor_problem(got, expected, name="your result")
-    return None if torch.equal(got, expected) else \
-        f"your result {got.tolist()} differs from the reference {expected.tolist()}"
-
-
-bytes_per_token = Implement(
-    "bytes_per_token", _bytes_reference, lambda: [tuple(_CONFIGS)], refuse=(reference_bytes,),
-    compare=_bytes_problem,
-    success=f"matches attnlab's kv_cache.bytes_per_token on {_CONFIGS.shape[1]} configurations",
+padding_and_causal = Implement(
+    "padding_and_causal", _padding_and_causal, _real_inputs, compare=_mask_problem,
+    view=lambda mask, real: mask.expand(_scores(real)),
+    success="matches the reference on 2 padded batches, after broadcasting to (B, H, T, T)",
     mistakes=[
-        When(lambda got, expected, *_: isinstance(got, torch.Tensor)
-             and got.shape == expected.shape and got.is_floating_point(),
-             lambda got, expected, *_: f"your result has dtype {got.dtype}, expected "
-                                       f"{expected.dtype}: bytes are whole numbers (d_model / "
-                                       "n_heads with / gives floats; // divides whole numbers)",
-             example=lambda L, d, H, kv, size: 2 * L * kv * (d / H) * size),
-        Like(lambda L, d, H, kv, size: L * kv * (d // H) * size,
-             "the factor 2 is missing: each token stores a key AND a value"),
-        Like(lambda L, d, H, kv, size: 2 * kv * (d // H) * size,
-             "the layers are missing: every layer keeps its own keys and values"),
-        Like(lambda L, d, H, kv, size: 2 * L * H * (d // H) * size,
-             "it uses the query heads' count: the cache stores only the n_kv_heads key/value "
-             "heads"),
-        Like(lambda L, d, H, kv, size: 2 * L * kv * d * size,
-             "each key/value head holds d_model / n_heads numbers, not d_model"),
-        Like(lambda L, d, H, kv, size: 2 * L * kv * (d // H),
-             "that counts numbers, not bytes: multiply by bytes_per_number"),
+        Like(lambda r: r[:, None, :, None] & _causal(r),
+             "the padding mask is on the query side (rows): it must hide padding keys "
+             "(columns), whichever query looks"),
+        Like(lambda r: _keys(r) & _causal(r).T,
+             "the causal part lets each query see the future, not the past (it is transposed): "
+             "rows are queries, columns keys"),
+        Like(lambda r: _keys(r) | _causal(r),
+             "the two masks are combined with |: a key may be attended only when it is real and "
+             "in the past, both at once"),
+        Like(lambda r: ~(_keys(r) & _causal(r)),
+             "your mask is True where attention is forbidden; this one is True where query i "
+             "may attend key j"),
+        Like(lambda r: r[:, None, :, None] & _keys(r) & _causal(r),
+             "your mask also hides the padding queries' rows: only padding keys (columns) are "
+             "to be hidden"),
+        Like(lambda r: _causal(r), "only the causal part: padding keys are still visible"),
+        Like(lambda r: _keys(r), "only the padding part: every query still sees the future"),
     ],
-    hint=("count what one token leaves in the cache of one layer, then in all of them.",
-          "per layer: a key and a value for each key/value head, each of d_model / n_heads "
-          "numbers; then the layers, then the bytes of a number."))
+    hint=("two conditions must both hold for query i and key j, one about the key alone and "
+          "one about the pair (i, j); give each the axes it lives on.",
+          "make the padding part a (B, 1, 1, T) tensor (batch, heads, queries, keys), the "
+          "causal part a (T, T) one, and combine them so that both must be True; "
+          "broadcasting does the rest."))
 
 
-# --- the online softmax --------------------------------------------------------------------------
+# --- the decoder's loss, by teacher forcing ------------------------------------------------------
 
-def _update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
-    """(m, total, acc, scores, v_block) cases: the first block after `empty_state`; a second
-    block whose scores are larger (its max replaces the old one, so what was kept must be
-    rescaled); one whose scores are smaller (the old max stays). Sizes differ per dimension
-    (T_q = 3, block = 4, d_v = 5, two heads) so that a transposed product is caught."""
-    g = torch.Generator().manual_seed(seed)
-    q, v1, v2 = (torch.randn(2, 3, 5, generator=g), torch.randn(2, 4, 5, generator=g),
-                 torch.randn(2, 4, 5, generator=g))
-    first, second = torch.randn(2, 3, 4, generator=g), torch.randn(2, 3, 4, generator=g)
-    start = empty_state(q, v1)  # m = -inf, total = 0, acc = 0
-    after_first = reference_update(*start, first, v1)
-    return [(*start, first, v1), (*after_first, second + 3.0, v2), (*after_first, second - 3.0, v2)]
+def _loss_inputs() -> list[tuple[DecoderOnly, torch.Tensor]]:
+    """(model, seqs): an untrained causal decoder (float64, no gradients needed) and two
+    batches of sorting sequences (B, 14)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        model = DecoderOnly(VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
+    model.requires_grad_(False)
+    return [(model, sort_task(n, seed=70 + n)) for n in (3, 8)]
 
 
-def _update(m, total, acc, scores, v_block, *, running=True, rescale=True):
-    """The update as a student may write it: right with the defaults; `running=False` takes the
-    block's max for the new max, `rescale=False` adds to the old total and acc as they are."""
-    block_max = scores.amax(dim=-1, keepdim=True)  # (..., T_q, 1)
-    m_new = torch.maximum(m, block_max) if running else block_max
-    factor = torch.exp(m - m_new) if rescale else 1.0  # (..., T_q, 1)
-    p = torch.exp(scores - m_new)  # (..., T_q, block)
-    return m_new, total * factor + p.sum(dim=-1, keepdim=True), acc * factor + p @ v_block
+def _ce(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    return nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(),
+                                       reduction=reduction)
 
 
-def _compared(got, expected, *_) -> str:
-    """The comparison's own words: a mistake that these inputs catch but that is not named."""
-    return result_problem(got, expected)
+COPY = ("the targets are not shifted: each position is scored on the token it already reads as "
+        "input. A model that sees its input learns to copy it and drives this loss to about 0 "
+        "without learning anything (the leak of section 4): the target of position t is token "
+        "t + 1")
+OTHER_WAY = ("logits and targets are misaligned by one the other way: position t is scored on "
+             "token t - 1 (or t + 2); the target of position t is token t + 1")
 
 
-online_update = Implement(
-    "online_update", reference_update, _update_inputs,
-    mistakes=[Like(lambda *a: _update(*a, rescale=False), _compared),
-              Like(lambda *a: _update(*a, running=False), _compared)],
-    hint=("when a block brings a larger score, what happens to the totals you summed "
-          "against the old max?",
-          "the new max is the larger of the old max and the block's largest score; the old "
-          "total and acc were computed against the old max, so both need the factor "
-          "exp(old max - new max) before the block's terms are added."))
+next_token_loss = Implement(
+    "next_token_loss", reference_loss, _loss_inputs, what="your loss", atol=1e-12, rtol=1e-9,
+    no_grad=True,
+    success="your loss is attnlab's next_token_loss, on two batches of sequences",
+    mistakes=[
+        When(lambda got, *_: isinstance(got, float),
+             "your loss is a Python number (.item()?): training calls loss.backward() on it, so "
+             "return the tensor", example=lambda m, s: reference_loss(m, s).item()),
+        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, :-1]), COPY),
+        Like(lambda m, s: _ce(m(s), s), COPY),
+        Like(lambda m, s: _ce(m(s[:, 1:]), s[:, :-1]), OTHER_WAY),
+        Like(lambda m, s: _ce(m(s)[:, 1:], s[:, :-1]), OTHER_WAY),
+        Like(lambda m, s: _ce(m(s[:, :-2]), s[:, 2:]), OTHER_WAY),
+        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum"),
+             "your loss is the sum over every position of every sequence; the loss is their mean "
+             "(fit's learning rate is set for a mean)"),
+        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum") / len(s),
+             "your loss sums over the positions of each sequence and averages over the "
+             "sequences; average over every position of every sequence"),
+        Like(lambda m, s: _ce(m(s[:, :-1]), s[:, 1:], "sum") / (s.shape[1] - 1),
+             "your loss sums over the sequences; average over every position of every sequence"),
+        Like(lambda m, s: _ce(m(s[:, :-1])[:, -1:], s[:, -1:]),
+             "your loss scores only the last position; teacher forcing scores every position at "
+             "once"),
+        When(lambda got, expected, *_: alike(got, expected) and bool(torch.isfinite(got)),
+             lambda got, expected, *_: f"your loss is {float(got):.4g}, the "
+                                                   f"reference {float(expected):.4g}"),
+    ],
+    hint=("the model reads the sequence without its last token; each of its positions is "
+          "scored on the token that follows it.",
+          "inputs seqs[:, :-1], targets seqs[:, 1:]; cross_entropy wants (N, V) logits "
+          "and (N,) targets, so flatten the batch and position axes together (or move "
+          "the vocabulary axis to dimension 1)."))
+
+
+# --- the leak, predicted ----------------------------------------------------------------------
+
+unmasked_generation = Predict(
+    "predict the unmasked model's generated accuracy", tolerance=0.15, example=0.42,
+    lesson="Trained with the answer in view, it learned to copy the next token, not to sort; "
+           "writing on its own, there is no next token to copy.")
+
+
+# --- top-p (nucleus) filtering -------------------------------------------------------------------
+
+def _logit_inputs() -> list[tuple[torch.Tensor, float]]:
+    """(logits (B, V) float64, p): spread-out rows, and rows where one token alone reaches p."""
+    g = torch.Generator().manual_seed(11)
+    spread = torch.randn(4, 12, generator=g, dtype=torch.float64) * 1.5  # (4, 12)
+    peaked = torch.randn(3, 7, generator=g, dtype=torch.float64)  # (3, 7)
+    peaked[:, 2] += 6.0  # token 2 alone holds more than 0.9
+    return [(spread, 0.5), (spread, 0.9), (peaked, 0.8)]
+
+
+def _nucleus(x: torch.Tensor, p: float, *, probs=True, descending=True, reach=True,
+             back=True) -> torch.Tensor:
+    """The nucleus as a student may write it: softmax (`probs`), sort, drop a token once the
+    total before it reaches p (`reach`; else once the total with it passes p), scatter the
+    flags `back` to token order (else the logits stay sorted)."""
+    values, order = x.sort(dim=-1, descending=descending)  # (B, V)
+    share = torch.softmax(values, dim=-1) if probs else values
+    total = share.cumsum(dim=-1)  # (B, V)
+    drop = (total - share >= p) if reach else (total > p)
+    if not back:
+        return values.masked_fill(drop, float("-inf"))
+    return x.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+
+def _logits_problem(got, expected: torch.Tensor, x, p) -> str | None:
+    """The comparison of filtered logits, whose dropped entries are -inf on both sides."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape \
+            or got.dtype != expected.dtype:
+        return tensor_problem(got, expected, name="your logits")
+    if torch.equal(torch.isinf(got), torch.isinf(expected)) \
+            and torch.allclose(got, expected, rtol=1e-12, atol=0.0):
+        return None
+    return "your kept logits differ from the logits given"
+
+
+def _tokens_kept(got, expected, *_) -> str:
+    kept, should = int(torch.isfinite(got).sum()), int(torch.isfinite(expected).sum())
+    return f"your function keeps {kept} tokens where the nucleus holds {should}" \
+        if kept != should else "your kept logits differ from the logits given"
+
+
+top_p_filter = Implement(
+    "top_p_filter", lambda logits, p: filter_logits(logits, top_p=p), _logit_inputs,
+    refuse=(filter_logits,), compare=_logits_problem, atol=0.0, rtol=1e-12,
+    changed="your function changed the logits it was given (in place): work on a copy "
+            "(masked_fill returns a new tensor)",
+    success="matches attnlab's filter_logits(top_p=p) on 3 batches of logits",
+    mistakes=[
+        When(lambda got, expected, *_: alike(got, expected) and bool(torch.isnan(got).any()),
+             "your logits contain NaN",
+             example=lambda x, p: x * float("nan")),
+        Like(lambda x, p: x, "your function returns the logits unchanged: every token is kept"),
+        Like(lambda x, p: _nucleus(x, p, reach=False),
+             "your nucleus stops before the token that crosses p: it is the smallest set whose "
+             "probability REACHES p, so it includes that token"),
+        Like(lambda x, p: _nucleus(x, p, back=False),
+             "your logits come back in sorted order: each must stay at its token's place "
+             "(scatter back with the sort's indices)"),
+        Like(lambda x, p: torch.where(torch.isinf(_nucleus(x, p)), 0.0, x),
+             "a dropped token gets logit 0, and e^0 is not 0: it can still be drawn; set it to "
+             "-inf"),
+        Like(lambda x, p: _nucleus(x, p, probs=False),
+             "your running sum adds up logits; the nucleus adds up probabilities (softmax "
+             "first)"),
+        Like(lambda x, p: _nucleus(x, p, descending=False),
+             "your nucleus starts from the least likely tokens: sort in descending order"),
+        When(lambda got, expected, *_: alike(got, expected)
+             and bool(((got >= 0) & (got <= 1)).all()),
+             "your result looks like probabilities; return the logits, dropped ones at -inf",
+             example=lambda x, p: torch.softmax(_nucleus(x, p), -1)),
+        When(lambda got, expected, *_: alike(got, expected), _tokens_kept),
+    ],
+    hint=("sort each row's probabilities from the most likely down and keep tokens until "
+          "the running total reaches p, the one that reaches it included.",
+          "softmax, then sort descending (keep the indices); the probability of the tokens "
+          "before each one is cumsum - probs; drop a token when that is already >= p; put "
+          "the drop flags back in token order with scatter and masked_fill the logits."))
+
+
+# --- temperature: accuracy and diversity, predicted -------------------------------------------
+
+temperature_accuracy = Predict(
+    "accuracy at temperatures 0.1 and 10", tolerance=0.15, example=[1.0, 0.16],
+    lesson="Dividing the logits by 0.1 makes the likeliest token all but certain: sampling "
+           "becomes greedy. Dividing by 10 flattens them towards 1/12 each: the digits are "
+           "drawn almost at random.")
+
+temperature_diversity = Predict(
+    "different outputs at temperatures 0.1 and 10", tolerance=2.0, digits=2,
+    example=[1.0, 10.0],
+    lesson="At 0.1 almost every sample is the greedy output; at 10 almost every token is a "
+           "fresh draw, so no two samples of six digits agree.")
+
+
+# --- the decoder block, written out -----------------------------------------------------------
+
+def _block_inputs(norm: str = "post") -> list[tuple]:
+    """(block, x, context, mask): a block with cross-attention (context S != T, so that a
+    swapped query and context shows in the shape) and one without, float64, no gradients."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        blocks = [DecoderBlock(16, 2, 32, cross=cross, norm=norm).double().eval()
+                  for cross in (True, False)]
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64)  # (B, T, d_model)
+    context = torch.randn(2, 4, 16, generator=g, dtype=torch.float64)  # (B, S, d_model)
+    real = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.bool)  # (B, T)
+    padded = real[:, None, None, :] & causal_mask(5)  # (B, 1, T, T)
+    for b in blocks:
+        b.requires_grad_(False)
+    return [(blocks[0], x, context, causal_mask(5)), (blocks[0], x, context, padded),
+            (blocks[1], x, None, causal_mask(5))]
+
+
+def _post_norm(block, x, context, mask, *, residual=True, cross=True, cross_first=False):
+    """The block written out, as a student may: each part LayerNorm(x + part(x))."""
+    def part(h, out, norm):
+        return norm(h + out if residual else out)
+
+    def self_part(h):
+        return part(h, block.self_attn(h, mask)[0], block.norm1)
+
+    def cross_part(h):
+        if context is None or not cross:
+            return h
+        return part(h, block.cross_attn(h, context=context)[0], block.norm2)
+    h = self_part(cross_part(x)) if cross_first else cross_part(self_part(x))
+    return part(h, block.ff(h), block.norm3)
+
+
+def _pre_norm(block, x, context, mask, *, residual=True, last_norm=False):
+    """The pre-norm block written out, as a student may: each part x + part(LayerNorm(x))."""
+    def part(h, out):
+        return h + out if residual else out
+    x = part(x, block.self_attn(block.norm1(x), mask)[0])
+    if context is not None:
+        x = part(x, block.cross_attn(block.norm2(x), context=context)[0])
+    x = part(x, block.ff(block.norm3(x)))
+    return block.norm3(x) if last_norm else x
+
+
+#: the first mistake of both block checks: the tuple of a MultiHeadAttention call handed back
+_RETURNS_A_TUPLE = When(
+    lambda got, *_: isinstance(got, tuple),
+    lambda got, *_: f"your function returns {_kind(got)}; return only the new x (B, T, d_model): "
+                    "MultiHeadAttention returns (output, weights), so unpack it first",
+    example=lambda b, x, c, m: b.self_attn(x, m))
+
+decoder_block = Implement(
+    "decoder_block", lambda block, x, context, mask: block(x, context, mask=mask),
+    _block_inputs, what="your x", atol=1e-12, rtol=0.0, no_grad=True,
+    refuse=(DecoderBlock.forward,),
+    success="your block is attnlab's DecoderBlock, with and without cross-attention",
+    mistakes=[
+        _RETURNS_A_TUPLE,
+        When(lambda got, expected, block, x, context, mask: context is not None
+             and tuple(got.shape) == tuple(context.shape) != tuple(x.shape),
+             "your result has the context's shape (B, S, d_model): in cross-attention the "
+             "queries come from x (the target), the keys and values from context",
+             example=lambda b, x, c, m: x if c is None else b.cross_attn(c, context=x)[0]),
+        Like(lambda b, x, c, m: _post_norm(b, x, c, m, residual=False),
+             "the residual connections are missing: each part's output is added to its input "
+             "before the LayerNorm"),
+        Like(_pre_norm, "this is pre-norm (x + part(LayerNorm(x))); this block is post-norm: "
+                        "LayerNorm(x + part(x))"),
+        Like(lambda b, x, c, m: _post_norm(b, x, c, None),
+             "your self-attention has no mask: every position reads the future (pass the mask "
+             "to self_attn)"),
+        Like(lambda b, x, c, m: _post_norm(b, x, c, m, cross=False),
+             "the cross-attention is missing: with a context, the middle part reads it (queries "
+             "from x, keys and values from context)"),
+        Like(lambda b, x, c, m: _post_norm(b, x, c, m, cross_first=True),
+             "cross-attention comes before self-attention here: the block first reads its own "
+             "past, then the context"),
+    ],
+    hint=("three parts in a row, each LayerNorm(x + part(x)): masked self-attention, "
+          "cross-attention (only when there is a context), feed-forward.",
+          "block.self_attn(x, mask) and block.cross_attn(x, context=context) return "
+          "(output, weights); the LayerNorms are block.norm1, norm2, norm3 in that "
+          "order, the feed-forward block.ff."))
+
+pre_norm_block = Implement(
+    "pre_norm_block", lambda block, x, context, mask: block(x, context, mask=mask),
+    lambda: _block_inputs("pre"), what="your x", atol=1e-12, rtol=0.0, no_grad=True,
+    refuse=(DecoderBlock.forward,),
+    success="your block is attnlab's pre-norm DecoderBlock, with and without cross-attention",
+    mistakes=[
+        _RETURNS_A_TUPLE,
+        Like(_post_norm, "this is post-norm, LayerNorm(x + part(x)); pre-norm normalises only "
+                         "what each part reads: x + part(LayerNorm(x))"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, residual=False),
+             "the residual connections are missing: each part's output is added to the x it "
+             "read from, x + part(LayerNorm(x))"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, c, m, last_norm=True),
+             "your last line normalises the sum: in pre-norm nothing normalises x itself, each "
+             "part only adds to it"),
+        Like(lambda b, x, c, m: _pre_norm(b, x, None, m) if c is not None else x,
+             "the cross-attention is missing: with a context, the middle part reads it (queries "
+             "from LayerNorm2(x), keys and values from context)"),
+    ],
+    hint=("the same three parts in the same order, but each reads a normalised copy: "
+          "x = x + part(LayerNorm(x)).",
+          "x = x + block.self_attn(block.norm1(x), mask)[0]; with a context, "
+          "x = x + block.cross_attn(block.norm2(x), context=context)[0]; then "
+          "x + block.ff(block.norm3(x))."))
+
+
+# --- Going further: past the training length ----------------------------------------------------
+
+ENCODINGS = ("learned", "sinusoidal", "rotary", "none")  # notebook 05's four
+
+SURVIVORS_LESSON = (
+    "A rotary score depends only on the distance m - n, and 'two back' is one distance at every "
+    "length; the sinusoidal vectors past the training length never occurred in training; a "
+    "learned table has no row for them at all.")
+
+
+def _names(guess) -> tuple[set | None, str | None]:
+    """(the set of encoding names in a guess, None) or (None, what is wrong with it)."""
+    if isinstance(guess, str) and guess in ENCODINGS:
+        return {guess}, None  # one name alone is a set of one
+    if isinstance(guess, str) or not isinstance(guess, (set, frozenset, list, tuple)):
+        return None, f"expected a set of encoding names, got {_kind(guess)}"
+    unknown = [n for n in guess if not isinstance(n, str) or n not in ENCODINGS]
+    if unknown:
+        return None, f"{unknown[0]!r} is not one of the encodings {ENCODINGS}"
+    return set(guess), None
+
+
+@exercise("predict", args=({"rotary"},))
+def survivors(guess, measured):
+    """Predict: the set of encodings whose decoders still solve the task (a test accuracy of at
+    least 0.9 in every run) at the positions past the training length."""
+    measured = set(measured)
+
+    def read(guess):
+        names, problem = _names(guess)
+        return (None, problem) if problem else (frozenset(names), None)
+
+    return prediction(
+        guess, name="which encodings survive twice the length", read=read,
+        describe=lambda names: f"you predicted {{{', '.join(sorted(names))}}}; measured "
+                               f"{{{', '.join(sorted(measured))}}}",
+        lesson=SURVIVORS_LESSON,
+        todo="no prediction yet; write your guess in the cell above before running.",
+        write=f"Write a set of names from {ENCODINGS}, such as {{'learned', 'none'}}, or set() "
+              "for none of them.")

@@ -1,148 +1,277 @@
-"""The exercises of notebook 09 (in-context learning and induction heads), checked.
+"""The exercises of notebook 09 (what attention costs), checked.
 
-- `induction_score` (implement): a head's induction score from its attention maps, against
-  `attnlab.core.measures.induction_score`;
-- `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens;
-- `induction_layer` (predict): which layer of the two-layer model holds the induction heads;
-- `shorter_repeat` (explore): train the two-layer model on repeats of 3 to 6 tokens and report
-  its loss on the repeated tokens; the check runs the same experiment (cached, so a student
-  who ran it pays nothing more) and never prints the number; the loss of the model trained on
-  the usual repeats and the loss on the random tokens are named.
+- `flop_ratios` (predict): how the score part, the projections and the whole layer grow with a
+  4× longer context;
+- `decode_step` (implement): one decoding step with a KV cache, step after step, against
+  recomputing the whole prefix (`kv_cache.recompute_step`);
+- `bytes_per_token` (implement): the KV cache's bytes per token on a table of configurations,
+  against `kv_cache.bytes_per_token`;
+- `online_update` (implement): fold one block of keys into the online softmax's running max,
+  total and weighted sum, against `online_softmax.online_update`.
 """
 from __future__ import annotations
 
 import torch
 
-from ..core.measures import induction_score as reference_score
-from ..core.measures import previous_occurrence, previous_token_score
-from ..core.recipes import INDUCTION
-from ..lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
-from ..plumbing.report import fmt
-from . import Implement, Like, Predict, as_number, check_answer, exercise
+from ..core.attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention
+from ..core.kv_cache import KVCache, recompute_step
+from ..core.kv_cache import bytes_per_token as reference_bytes
+from ..core.kv_cache import decode_step as reference_step
+from ..core.online_softmax import empty_state
+from ..core.online_softmax import online_update as reference_update
+from . import (
+    Implement,
+    Like,
+    Predict,
+    When,
+    _kind,
+    alike,
+    call_safely,
+    check_answer,
+    exercise,
+    grader_seed,
+    none_returned,
+    refusing,
+    result_problem,
+    same,
+    tensor_problem,
+)
 
-# --- the induction score ---------------------------------------------------------------------
-
-
-def _score_inputs(seed: int = 9) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(weights, tokens) pairs: random causal attention maps (B, H, T, T) in float64 and token
-    sequences whose first k tokens are all different and whose others repeat them, some three
-    times or more (so the first and the last earlier occurrence differ). Every sequence has
-    the same number of queries with an earlier occurrence, so that a mean per sequence and a
-    mean over the batch agree."""
-    g = torch.Generator().manual_seed(seed)
-    inputs = []
-    for B, H, T, k in ((3, 2, 10, 4), (2, 3, 12, 3)):
-        first = torch.stack([torch.randperm(8, generator=g)[:k] for _ in range(B)])  # (B, k)
-        later = first.gather(1, torch.randint(0, k, (B, T - k), generator=g))  # (B, T - k)
-        tokens = torch.cat([first, later], dim=1)  # (B, T)
-        scores = torch.randn(B, H, T, T, generator=g, dtype=torch.float64)  # (B, H, T, T)
-        future = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T)
-        inputs.append((torch.softmax(scores.masked_fill(future, float("-inf")), -1), tokens))
-    return inputs
-
-
-def _at(weights, keys, counted):
-    """Each head's mean weight from query t to key keys[b, t], over the queries where
-    counted[b, t] (and the batch): (H,)."""
-    B, H, T, _ = weights.shape
-    w = weights.gather(-1, keys.clamp(0, T - 1)[:, None, :, None].expand(B, H, T, 1))[..., 0]
-    counted = counted.to(weights.dtype)  # (B, T)
-    return (w * counted[:, None]).sum((0, 2)) / counted.sum()  # (H,)
+flop_ratios = Predict(
+    "predict the FLOP ratios of a 4× longer context", tolerance=1.0, digits=1,
+    example=[16.0, 4.0, 8.0],
+    lesson="Scores pair every query with every key (T²), projections touch each token "
+           "once (T); the layer adds both.")
 
 
-def _first(tokens):
-    """For each position t, the first position s < t holding the same token, or T: (B, T)."""
-    T = tokens.shape[1]
-    pos = torch.arange(T)
-    earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos < pos[:, None])  # (B, T, T)
-    return torch.where(earlier, pos, T).amin(-1)
+# --- one decoding step with a KV cache ---------------------------------------------------------
+# A function, not an `Implement`: the student's step changes the cache it is given, step after
+# step, and its lines say at which position ("at position 3 (B = 2, ...), ...").
+
+class _WatchedCache(KVCache):
+    """A KVCache that notes the shape of every key appended, so that keys split into the query
+    heads' count are named (appending them fails, or fills the cache with the wrong numbers)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.appended: list[tuple[int, ...]] = []
+
+    def append(self, k, v):
+        self.appended.append(tuple(getattr(k, "shape", ())))
+        return super().append(k, v)
 
 
-def _had(tokens):  # (B, T): the queries whose token occurred before
-    return previous_occurrence(tokens) >= 0
+def _decode_cases(seed: int = 8) -> list[tuple[MultiHeadAttention, torch.Tensor, int]]:
+    """(layer, x (B, T, d_model), prefix length P): P tokens are cached first, the others are
+    decoded one by one. Grouped-query layers, so that the shared heads and their order matter,
+    one of them rotary, so that the new token's position matters; made under a private seed
+    (the caller's random numbers are left as they were)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        grouped = MultiHeadAttention(16, 4, n_kv_heads=2)  # 2 query heads per key/value head
+        rotated = MultiHeadAttention(16, 4, n_kv_heads=1, rotary=True)  # multi-query, rotary
+        return [(grouped, torch.randn(2, 6, 16), 3), (rotated, torch.randn(1, 6, 16), 4)]
 
 
-PREVIOUS_TOKEN = "you scored key t - 1, the token right before the query: that is the " \
-                 "previous-token score"
-
-induction_score = Implement(
-    "induction_score", reference_score, _score_inputs, what="your score",
-    view=lambda score, *_: score.double(),  # a float32 score is named by its mistake too
-    success="matches attnlab.core.measures.induction_score on 2 batches of random attention maps",
-    mistakes=[
-        Like(lambda w, t: _at(w, previous_occurrence(t), _had(t)),
-             "you scored the previous occurrence itself (key s); an induction head reads the "
-             "token AFTER it (key s + 1), the one it is about to copy"),
-        Like(lambda w, t: _at(w, (torch.arange(t.shape[1]) - 1).expand_as(t), _had(t)),
-             PREVIOUS_TOKEN),
-        Like(lambda w, t: previous_token_score(w), PREVIOUS_TOKEN),
-        Like(lambda w, t: _at(w, _first(t) + 1, _had(t)),
-             "you took the first earlier occurrence of the token; take the most recent one (the "
-             "last s < t)"),
-        Like(lambda w, t: _at(w, previous_occurrence(t) + 1, torch.ones_like(t)),
-             "you counted every query, also those whose token is new there (it has no previous "
-             "occurrence): average over the queries that have one"),
-    ],
-    hint=("for every query t, first find s, the last earlier position holding the same "
-          "token; the score reads the weight on the key one place after s.",
-          "compare the tokens with each other as a (B, T, T) table, keep the pairs with "
-          "s < t, take the largest such s per query (-1 if none), gather the weights at "
-          "s + 1 and average them over the queries that have an s."))
+def _step(attn, x_t, past_k, past_v, *, at=lambda t: t, before_append=False, out=True,
+          tiled=False):
+    """A decoding step as a student may write it: right with the defaults; the new token is
+    rotated at position `at(len(cache))`; `before_append` attends over the past only,
+    `out=False` skips the output projection, `tiled` repeats the key/value heads as a block
+    (0, 1, 0, 1) instead of each in place (0, 0, 1, 1)."""
+    q, k, v = attn.project(x_t, positions=torch.tensor([at(past_k.shape[2])]))  # (B, H(_kv), 1, D)
+    keys = past_k if before_append else torch.cat([past_k, k], dim=2)  # (B, H_kv, t, D)
+    values = past_v if before_append else torch.cat([past_v, v], dim=2)
+    group = attn.n_heads // attn.n_kv_heads
+    if tiled:
+        keys, values = keys.repeat(1, group, 1, 1), values.repeat(1, group, 1, 1)
+    else:
+        keys, values = keys.repeat_interleave(group, 1), values.repeat_interleave(group, 1)
+    merged = merge_heads(scaled_dot_product_attention(q, keys, values)[0])  # (B, 1, d_model)
+    return attn.out(merged) if out else merged
 
 
-one_layer_loss = Predict(
-    "one_layer_loss", tolerance=0.4, digits=2, example=2.7,
-    lesson="One layer can favour the tokens it has already seen in the sequence (below "
-           "ln 32 = 3.47), but it cannot tell which one comes next: that takes two steps.")
+# The classic mistakes: how the student's step differs from `_step`'s defaults, and what is
+# wrong. One that makes no difference in a layer (the order of the heads where there is one
+# key/value head, the position where there is no rotary) cannot be mistaken for a wrong output.
+_STEP_MISTAKES = [
+    (dict(before_append=True),
+     "it attends over the cache before this token's key and value are in it: the token "
+     "cannot see itself (append first, then attend over everything the cache returns)"),
+    (dict(out=False), "the heads are merged but the output projection attn.out is missing"),
+    (dict(tiled=True),
+     "the shared key/value heads are repeated in the wrong order: query head h reads key/value "
+     "head h // G, so each must be repeated in place (0, 0, 1, 1), not as a block (0, 1, 0, 1)"),
+    (dict(at=lambda t: 0), "this layer is rotary and the new token was rotated as if at "
+                           "position 0: it sits at position len(cache)"),
+    (dict(at=lambda t: t + 1), "the new token was rotated one position too far: positions "
+                               "start at 0, so it sits at len(cache) as it was before the append"),
+]
 
-induction_layer = Predict(
-    "induction_layer", tolerance=0.0, digits=0, example=2,
-    lesson="The induction head matches its query with a key that says which token came "
-           "before that key; only a layer below can have written that into the key's "
-           "position.")
+
+def _heads_problem(cache: _WatchedCache, attn) -> str | None:
+    """What is wrong with the head count of the keys appended to `cache`, or None."""
+    wrong = [s[1] for s in cache.appended if len(s) == 4 and s[1] != attn.n_kv_heads]
+    if wrong and wrong[0] == attn.n_heads:
+        return (f"you appended keys with n_heads = {attn.n_heads} heads to the cache of a layer "
+                f"with n_kv_heads = {attn.n_kv_heads}: the cache keeps the key/value heads only "
+                f"(split k and v into attn.n_kv_heads heads, and share them among the query "
+                f"heads only when attending)")
+    if wrong:
+        return (f"you appended keys with {wrong[0]} heads; this layer's cache holds "
+                f"n_kv_heads = {attn.n_kv_heads}, as (B, n_kv_heads, t, d_head)")
+    return None
 
 
-# --- explore: a shorter repeat -------------------------------------------------------------------
+def _judge_step(fn):
+    """None when `fn(attn, x_t, cache)` decodes every token of every case as recomputing does
+    and appends exactly one position per step; else what is wrong (a ○ Verdict for None).
+    A grader's cases come from its seed, and attnlab's decode_step refuses to run in them."""
+    if not callable(fn):
+        return f"expected a function, got {_kind(fn)}"
+    seed = grader_seed()
+    first = True
+    for attn, x, prefix in _decode_cases(*([] if seed is None else [seed])):
+        B, T, _ = x.shape
+        with torch.no_grad():
+            cache = _WatchedCache.for_layer(attn, x, max_len=T)
+            cache.append(*attn.project(x[:, :prefix])[1:])  # the prefix's keys and values
+            cache.appended.clear()
+            for t in range(prefix, T):
+                before = len(cache)
+                past_k = cache.keys[:, :, :before].clone()  # (B, H_kv, t - 1, D)
+                past_v = cache.values[:, :, :before].clone()
+                x_t = x[:, t:t + 1]  # (B, 1, d_model)
+                expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
+                with refusing(None if seed is None else reference_step):
+                    got, problem = call_safely(fn, attn, x_t, cache)
+                if first and problem is None and got is None:
+                    return none_returned(fn)
+                first = False
+                problem = _heads_problem(cache, attn) or problem
+                if problem is not None:
+                    return problem
+                where = (f"at position {t} (B = {B}, n_heads = {attn.n_heads}, n_kv_heads = "
+                         f"{attn.n_kv_heads}{', rotary' if attn.rotary else ''})")
+                problem = tensor_problem(got, expected, name="your output")
+                if problem is not None:
+                    named = [message for change, message in _STEP_MISTAKES if same(
+                        got, _step(attn, x_t, past_k, past_v, **change), 1e-5, 1e-4)]
+                    return f"{where}, {(named or [problem])[0]}"
+                if len(cache) != before + 1:
+                    return (f"{where}, the output is right but the cache went from {before} to "
+                            f"{len(cache)} positions: append this token's key and value, once")
+    return None
 
-SHORT = (3, 6)  # the shorter repeats of the exploration
 
-
-@exercise("explore", args=(20,))
-def shorter_repeat(answer, steps: int = INDUCTION.steps):
-    """Your loss (nats) on the repeated tokens of the notebook's `short_test` (500 sequences,
-    `repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))`) of the two-layer model trained by the
-    recipe on repeats of 3 to 6 tokens (`train_induction(2, repeat=(3, 6))`); right within 0.1
-    nats. `steps` is the recipe's (the tests train a shorter run)."""
-    test = repeat_task(N_TEST, seed=TEST_SEED, repeat=SHORT)
-    short = evaluate(train_induction(2, repeat=SHORT, steps=steps).model, test)
-    long_model = train_induction(2, steps=steps).model  # trained on the usual 6-12 repeats
-    long_test = repeat_task(N_TEST, seed=TEST_SEED)  # the notebook's usual test sequences
-    the_long_one = ("that is the model trained on repeats of 6 to 12 tokens; train a new model "
-                    "on repeats of 3 to 6")
-    mistakes = [
-        (evaluate(long_model, test)["repeated"], the_long_one),
-        (evaluate(long_model, long_test)["repeated"], the_long_one),
-        (short["random"], "that looks like the loss on the random tokens; take the repeated ones"),
-    ]
-
-    def judge(answer):
-        value, problem = as_number(answer, "your loss")
-        if problem:
-            return problem
-        if abs(value - short["repeated"]) <= 0.1:
-            return None
-        for wrong, what in mistakes:
-            if abs(value - wrong) <= 0.02:
-                return what
-        return (f"{fmt(value, 2, guard=False)} nats is not the loss the experiment gives "
-                "(train on repeats of 3 to 6 tokens, then measure the repeated tokens of "
-                "short_test)")
-
+@exercise("implement")
+def decode_step(fn):
+    """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
+    multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
+    it is right at every step, else `attnlab.core.kv_cache.decode_step`."""
     return check_answer(
-        answer, judge, name="shorter_repeat", reference=short["repeated"],
-        success="that is the loss the experiment gives",
-        hint=("train with train_induction(2, repeat=(3, 6)) and measure that model, not the "
-              "one of the sections above.",
-              "evaluate(model, short_test) returns the loss on the repeated tokens and on the "
-              "random ones; report the first."),
-        todo="not attempted yet; run the experiment and put the loss in `short_loss`.")
+        fn, _judge_step, name="decode_step", reference=reference_step,
+        success="matches recomputing the whole prefix at 5 positions of two grouped-query "
+                "layers (one rotary), and appends one position per step",
+        todo="not attempted yet; write your function above and run the cell again.",
+        hint=("the new token's key and value must be in the cache before its query looks at "
+              "the cache; the query heads outnumber the key/value heads.",
+              "project (at position len(cache)), append, give each query head the key/value "
+              "head of its group, attend, merge the heads, project out."))
+
+
+# --- the KV cache's bytes per token --------------------------------------------------------------
+
+# (n_layers, d_model, n_heads, n_kv_heads, bytes_per_number), one configuration per column, made
+# up so that each missing or wrong factor gives other numbers than every other mistake
+_CONFIGS = torch.tensor([[3, 5, 2, 7],
+                         [40, 96, 48, 64],
+                         [8, 12, 6, 16],
+                         [2, 3, 6, 1],
+                         [4, 2, 1, 2]])
+
+
+def _bytes_reference(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number):
+    """`kv_cache.bytes_per_token` for each configuration of a table whose columns are tensors."""
+    columns = zip(n_layers.tolist(), d_model.tolist(), n_heads.tolist(), n_kv_heads.tolist(),
+                  bytes_per_number.tolist())
+    return torch.tensor([reference_bytes(layers, kv, d // heads, size)
+                         for layers, d, heads, kv, size in columns])  # (n_configs,) int64
+
+
+def _bytes_problem(got, expected, *_) -> str | None:
+    """The comparison of whole numbers: equal, with both lists shown where they are not."""
+    if not alike(got, expected):
+        return tensor_problem(got, expected, name="your result")
+    return None if torch.equal(got, expected) else \
+        f"your result {got.tolist()} differs from the reference {expected.tolist()}"
+
+
+bytes_per_token = Implement(
+    "bytes_per_token", _bytes_reference, lambda: [tuple(_CONFIGS)], refuse=(reference_bytes,),
+    compare=_bytes_problem,
+    success=f"matches attnlab's kv_cache.bytes_per_token on {_CONFIGS.shape[1]} configurations",
+    mistakes=[
+        When(lambda got, expected, *_: isinstance(got, torch.Tensor)
+             and got.shape == expected.shape and got.is_floating_point(),
+             lambda got, expected, *_: f"your result has dtype {got.dtype}, expected "
+                                       f"{expected.dtype}: bytes are whole numbers (d_model / "
+                                       "n_heads with / gives floats; // divides whole numbers)",
+             example=lambda L, d, H, kv, size: 2 * L * kv * (d / H) * size),
+        Like(lambda L, d, H, kv, size: L * kv * (d // H) * size,
+             "the factor 2 is missing: each token stores a key AND a value"),
+        Like(lambda L, d, H, kv, size: 2 * kv * (d // H) * size,
+             "the layers are missing: every layer keeps its own keys and values"),
+        Like(lambda L, d, H, kv, size: 2 * L * H * (d // H) * size,
+             "it uses the query heads' count: the cache stores only the n_kv_heads key/value "
+             "heads"),
+        Like(lambda L, d, H, kv, size: 2 * L * kv * d * size,
+             "each key/value head holds d_model / n_heads numbers, not d_model"),
+        Like(lambda L, d, H, kv, size: 2 * L * kv * (d // H),
+             "that counts numbers, not bytes: multiply by bytes_per_number"),
+    ],
+    hint=("count what one token leaves in the cache of one layer, then in all of them.",
+          "per layer: a key and a value for each key/value head, each of d_model / n_heads "
+          "numbers; then the layers, then the bytes of a number."))
+
+
+# --- the online softmax --------------------------------------------------------------------------
+
+def _update_inputs(seed: int = 8) -> list[tuple[torch.Tensor, ...]]:
+    """(m, total, acc, scores, v_block) cases: the first block after `empty_state`; a second
+    block whose scores are larger (its max replaces the old one, so what was kept must be
+    rescaled); one whose scores are smaller (the old max stays). Sizes differ per dimension
+    (T_q = 3, block = 4, d_v = 5, two heads) so that a transposed product is caught."""
+    g = torch.Generator().manual_seed(seed)
+    q, v1, v2 = (torch.randn(2, 3, 5, generator=g), torch.randn(2, 4, 5, generator=g),
+                 torch.randn(2, 4, 5, generator=g))
+    first, second = torch.randn(2, 3, 4, generator=g), torch.randn(2, 3, 4, generator=g)
+    start = empty_state(q, v1)  # m = -inf, total = 0, acc = 0
+    after_first = reference_update(*start, first, v1)
+    return [(*start, first, v1), (*after_first, second + 3.0, v2), (*after_first, second - 3.0, v2)]
+
+
+def _update(m, total, acc, scores, v_block, *, running=True, rescale=True):
+    """The update as a student may write it: right with the defaults; `running=False` takes the
+    block's max for the new max, `rescale=False` adds to the old total and acc as they are."""
+    block_max = scores.amax(dim=-1, keepdim=True)  # (..., T_q, 1)
+    m_new = torch.maximum(m, block_max) if running else block_max
+    factor = torch.exp(m - m_new) if rescale else 1.0  # (..., T_q, 1)
+    p = torch.exp(scores - m_new)  # (..., T_q, block)
+    return m_new, total * factor + p.sum(dim=-1, keepdim=True), acc * factor + p @ v_block
+
+
+def _compared(got, expected, *_) -> str:
+    """The comparison's own words: a mistake that these inputs catch but that is not named."""
+    return result_problem(got, expected)
+
+
+online_update = Implement(
+    "online_update", reference_update, _update_inputs,
+    mistakes=[Like(lambda *a: _update(*a, rescale=False), _compared),
+              Like(lambda *a: _update(*a, running=False), _compared)],
+    hint=("when a block brings a larger score, what happens to the totals you summed "
+          "against the old max?",
+          "the new max is the larger of the old max and the block's largest score; the old "
+          "total and acc were computed against the old max, so both need the factor "
+          "exp(old max - new max) before the block's terms are added."))

@@ -1,333 +1,148 @@
-"""The exercises of notebook 10 (a real language model), checked.
+"""The exercises of notebook 10 (in-context learning and induction heads), checked.
 
-- `dequantize_q4_1` (implement): one Q4_1 block of the GGUF file (20 bytes) -> its 32 numbers;
-- `repeat_loss` (predict): the loss on the repeated copy of a random sequence;
-- (the induction score, written in notebook 09, is the library's `measures.induction_score`);
-- `heads_to_break_copy` (explore): how many top induction heads, made uniform, bring the loss
-  on the repeated copy to half the first copy's;
-- `rms_norm`, `swiglu` (implement): the Llama block's norm and feed-forward layer;
-- `llama_block` (implement): the whole block, from its weights, never calling its parts.
-
-Each implement check's mistakes are its classic wrong answers, written as a student writes them.
+- `induction_score` (implement): a head's induction score from its attention maps, against
+  `attnlab.core.measures.induction_score`;
+- `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens;
+- `induction_layer` (predict): which layer of the two-layer model holds the induction heads;
+- `shorter_repeat` (explore): train the two-layer model on repeats of 3 to 6 tokens and report
+  its loss on the repeated tokens; the check runs the same experiment (cached, so a student
+  who ran it pays nothing more) and never prints the number; the loss of the model trained on
+  the usual repeats and the loss on the random tokens are named.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
-from torch.nn import functional as F
 
-from ..core.blocks import LlamaBlock, SwiGLU
-from ..core.rope import rotary
+from ..core.measures import induction_score as reference_score
+from ..core.measures import previous_occurrence, previous_token_score
+from ..core.recipes import INDUCTION
+from ..lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
 from ..plumbing.report import fmt
-from ..pretrained.gguf import Q4_1, dequantize
-from . import (
-    Implement,
-    Like,
-    Predict,
-    Verdict,
-    When,
-    as_number,
-    check_answer,
-    exercise,
-    result_problem,
-)
+from . import Implement, Like, Predict, as_number, check_answer, exercise
+
+# --- the induction score ---------------------------------------------------------------------
 
 
-def _float(t, *_):  # results are compared as float32: a float64 mistake is still named
-    return t.float()
+def _score_inputs(seed: int = 9) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(weights, tokens) pairs: random causal attention maps (B, H, T, T) in float64 and token
+    sequences whose first k tokens are all different and whose others repeat them, some three
+    times or more (so the first and the last earlier occurrence differ). Every sequence has
+    the same number of queries with an earlier occurrence, so that a mean per sequence and a
+    mean over the batch agree."""
+    g = torch.Generator().manual_seed(seed)
+    inputs = []
+    for B, H, T, k in ((3, 2, 10, 4), (2, 3, 12, 3)):
+        first = torch.stack([torch.randperm(8, generator=g)[:k] for _ in range(B)])  # (B, k)
+        later = first.gather(1, torch.randint(0, k, (B, T - k), generator=g))  # (B, T - k)
+        tokens = torch.cat([first, later], dim=1)  # (B, T)
+        scores = torch.randn(B, H, T, T, generator=g, dtype=torch.float64)  # (B, H, T, T)
+        future = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T)
+        inputs.append((torch.softmax(scores.masked_fill(future, float("-inf")), -1), tokens))
+    return inputs
 
 
-# --- dequantise a block --------------------------------------------------------------------------
-
-def _blocks(seed: int = 10) -> list[tuple[torch.Tensor]]:
-    """Q4_1 blocks of 20 bytes (uint8 tensors): a float16 scale d, a float16 minimum m, then 16
-    bytes of nibbles."""
-    g = np.random.default_rng(seed)
-    out = []
-    for d, m in ((0.01, -0.07), (0.5, 2.0), (1e-3, 0.0), (0.02, -0.16)):
-        head = np.array([d, m], np.float16).view(np.uint8)
-        block = np.concatenate([head, g.integers(0, 256, 16, dtype=np.uint8)])
-        out.append((torch.from_numpy(block),))
-    return out
+def _at(weights, keys, counted):
+    """Each head's mean weight from query t to key keys[b, t], over the queries where
+    counted[b, t] (and the batch): (H,)."""
+    B, H, T, _ = weights.shape
+    w = weights.gather(-1, keys.clamp(0, T - 1)[:, None, :, None].expand(B, H, T, 1))[..., 0]
+    counted = counted.to(weights.dtype)  # (B, T)
+    return (w * counted[:, None]).sum((0, 2)) / counted.sum()  # (H,)
 
 
-def _reference(block: torch.Tensor) -> torch.Tensor:
-    return torch.from_numpy(dequantize(block.numpy(), Q4_1))
+def _first(tokens):
+    """For each position t, the first position s < t holding the same token, or T: (B, T)."""
+    T = tokens.shape[1]
+    pos = torch.arange(T)
+    earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos < pos[:, None])  # (B, T, T)
+    return torch.where(earlier, pos, T).amin(-1)
 
 
-def _d(b):  # the scale, bytes 0-1
-    return b[:2].view(torch.float16).float()
+def _had(tokens):  # (B, T): the queries whose token occurred before
+    return previous_occurrence(tokens) >= 0
 
 
-def _m(b):  # the minimum, bytes 2-3
-    return b[2:4].view(torch.float16).float()
+PREVIOUS_TOKEN = "you scored key t - 1, the token right before the query: that is the " \
+                 "previous-token score"
 
-
-def _low(b):  # (16,) the low halves of bytes 4-19
-    return b[4:] & 15
-
-
-def _high(b):
-    return b[4:] >> 4
-
-
-dequantize_q4_1 = Implement(
-    "dequantize_q4_1", _reference, _blocks, what="your numbers", atol=1e-6, view=_float,
-    refuse=(dequantize,), success="matches attnlab.pretrained.gguf.dequantize on 4 Q4_1 blocks",
+induction_score = Implement(
+    "induction_score", reference_score, _score_inputs, what="your score",
+    view=lambda score, *_: score.double(),  # a float32 score is named by its mistake too
+    success="matches attnlab.core.measures.induction_score on 2 batches of random attention maps",
     mistakes=[
-        Like(lambda b: _d(b) * torch.stack([_low(b), _high(b)], 1).flatten() + _m(b),
-             "you interleaved the halves (number 2i from the low half of byte i, 2i + 1 from "
-             "its high half); in Q4_1 the 16 low halves are numbers 0-15 and the 16 high halves "
-             "16-31"),
-        Like(lambda b: _d(b) * torch.cat([_high(b), _low(b)]) + _m(b),
-             "you took the high halves first; the low halves (byte & 15) are numbers 0-15"),
-        Like(lambda b: _d(b) * torch.cat([_low(b), _high(b)]),
-             "you left out the minimum m: x = d·q + m"),
-        Like(lambda b: _m(b) * torch.cat([_low(b), _high(b)]) + _d(b),
-             "you swapped d and m: bytes 0-1 are the scale d, bytes 2-3 the minimum m (x = d·q "
-             "+ m)"),
+        Like(lambda w, t: _at(w, previous_occurrence(t), _had(t)),
+             "you scored the previous occurrence itself (key s); an induction head reads the "
+             "token AFTER it (key s + 1), the one it is about to copy"),
+        Like(lambda w, t: _at(w, (torch.arange(t.shape[1]) - 1).expand_as(t), _had(t)),
+             PREVIOUS_TOKEN),
+        Like(lambda w, t: previous_token_score(w), PREVIOUS_TOKEN),
+        Like(lambda w, t: _at(w, _first(t) + 1, _had(t)),
+             "you took the first earlier occurrence of the token; take the most recent one (the "
+             "last s < t)"),
+        Like(lambda w, t: _at(w, previous_occurrence(t) + 1, torch.ones_like(t)),
+             "you counted every query, also those whose token is new there (it has no previous "
+             "occurrence): average over the queries that have one"),
     ],
-    hint=("bytes 0-1 are d and bytes 2-3 are m, each a float16 "
-          "(`block[:4].view(torch.float16)`); the other 16 bytes hold two 4-bit numbers each.",
-          "q = torch.cat([qs & 15, qs >> 4]) gives numbers 0-15 then 16-31; "
-          "return d * q.float() + m."))
+    hint=("for every query t, first find s, the last earlier position holding the same "
+          "token; the score reads the weight on the key one place after s.",
+          "compare the tokens with each other as a (B, T, T) table, keep the pairs with "
+          "s < t, take the largest such s per query (-1 if none), gather the weights at "
+          "s + 1 and average them over the queries that have an s."))
 
 
-# --- predict: the repeated copy ----------------------------------------------------------------
+one_layer_loss = Predict(
+    "one_layer_loss", tolerance=0.4, digits=2, example=2.7,
+    lesson="One layer can favour the tokens it has already seen in the sequence (below "
+           "ln 32 = 3.47), but it cannot tell which one comes next: that takes two steps.")
 
-repeat_loss = Predict(
-    "repeat_loss", tolerance=1.5, digits=2, example=3.4,
-    lesson="On the first copy the model can only guess (worse than the 10.8 nats of a "
-           "uniform guess: it expects language); on the second it copies from its "
-           "context, as the two-layer model of notebook 09 learned to.")
-
-
-# --- explore: how many heads must go ----------------------------------------------------------
-
-def _fake_curve(k: int) -> float:  # a stand-in copy_loss_without for the tests: 3.4 up to 14
-    return min(14.0, 3.4 + 3.0 * k)
+induction_layer = Predict(
+    "induction_layer", tolerance=0.0, digits=0, example=2,
+    lesson="The induction head matches its query with a key that says which token came "
+           "before that key; only a layer below can have written that into the key's "
+           "position.")
 
 
-@exercise("explore", args=(_fake_curve, 14.0))
-def heads_to_break_copy(answer, copy_loss_without, first_copy: float):
-    """Your k: the fewest top induction heads that, made uniform, bring the loss on the repeated
-    copy to half the first copy's loss or more (`copy_loss_without(k) >= first_copy / 2`). The
-    check calls the notebook's own (cached) `copy_loss_without` for k and k - 1 and never
-    prints the number; a loop that ran (the cache holds calls since the last check) and left
-    `heads_needed` at `...` gets ✗, not ○."""
-    half = first_copy / 2
+# --- explore: a shorter repeat -------------------------------------------------------------------
+
+SHORT = (3, 6)  # the shorter repeats of the exploration
+
+
+@exercise("explore", args=(20,))
+def shorter_repeat(answer, steps: int = INDUCTION.steps):
+    """Your loss (nats) on the repeated tokens of the notebook's `short_test` (500 sequences,
+    `repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))`) of the two-layer model trained by the
+    recipe on repeats of 3 to 6 tokens (`train_induction(2, repeat=(3, 6))`); right within 0.1
+    nats. `steps` is the recipe's (the tests train a shorter run)."""
+    test = repeat_task(N_TEST, seed=TEST_SEED, repeat=SHORT)
+    short = evaluate(train_induction(2, repeat=SHORT, steps=steps).model, test)
+    long_model = train_induction(2, steps=steps).model  # trained on the usual 6-12 repeats
+    long_test = repeat_task(N_TEST, seed=TEST_SEED)  # the notebook's usual test sequences
+    the_long_one = ("that is the model trained on repeats of 6 to 12 tokens; train a new model "
+                    "on repeats of 3 to 6")
+    mistakes = [
+        (evaluate(long_model, test)["repeated"], the_long_one),
+        (evaluate(long_model, long_test)["repeated"], the_long_one),
+        (short["random"], "that looks like the loss on the random tokens; take the repeated ones"),
+    ]
 
     def judge(answer):
-        value, problem = as_number(answer, "your number of heads")
+        value, problem = as_number(answer, "your loss")
         if problem:
             return problem
-        if value != int(value) or not 1 <= value <= 270:
-            return f"{fmt(value, 2, guard=False)} is not a number of heads between 1 and 270"
-        k = int(value)
-        if copy_loss_without(k) < half:
-            return (f"with the top {k} heads made uniform the repeated copy is still below "
-                    "half the first copy's loss: take more heads")
-        if k > 1 and copy_loss_without(k - 1) >= half:
-            return f"fewer than {k} heads already bring the loss to half the first copy's"
-        return None
+        if abs(value - short["repeated"]) <= 0.1:
+            return None
+        for wrong, what in mistakes:
+            if abs(value - wrong) <= 0.02:
+                return what
+        return (f"{fmt(value, 2, guard=False)} nats is not the loss the experiment gives "
+                "(train on repeats of 3 to 6 tokens, then measure the repeated tokens of "
+                "short_test)")
 
-    todo = "not attempted yet; put the number of heads in `heads_needed`."
-    if _calls(copy_loss_without) > _calls_after_check.get(id(copy_loss_without), 0):
-        todo = Verdict.wrong(
-            "heads_needed is still `...`, though your code called copy_loss_without: the loop "
-            "ended without setting heads_needed")
-    k = 1  # the right answer, from the same (cached) losses, counted once the loop's are
-    while k < 270 and copy_loss_without(k) < half:
-        k += 1
-    result = check_answer(
-        answer, judge, name="heads_to_break_copy", reference=k, todo=todo,
-        success="that is the fewest heads whose loss breaks the copy",
-        hint=("try k = 1, 2, 3, ... with copy_loss_without(k) and stop at the first k whose "
-              "loss reaches first_copy / 2.",
-              "k = 1; while copy_loss_without(k) < first_copy / 2: k += 1"))
-    _calls_after_check[id(copy_loss_without)] = _calls(copy_loss_without)
-    return result
-
-
-_calls_after_check: dict[int, int] = {}  # id(copy_loss_without) -> its calls when a check ended
-
-
-def _calls(copy_loss_without) -> int:
-    """How often a functools.cache'd function (the notebook's copy_loss_without) was called,
-    cache hits included; 0 for a plain function, whose calls cannot be seen."""
-    info = getattr(copy_loss_without, "cache_info", None)
-    return info().hits + info().misses if info else 0
-
-
-# --- implement: the pieces of a Llama block, then the block ------------------------------------
-
-def _norm_inputs(seed: int = 10) -> list[tuple[torch.Tensor, torch.Tensor, float]]:
-    """(x, weight, eps): rows whose mean is far from 0 (so that subtracting it shows), a batch."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return [(torch.randn(3, 8) + 2.0, torch.rand(8) + 0.5, 1e-5),
-                (torch.randn(2, 5, 16) * 0.01 + 0.5, torch.rand(16) + 0.5, 1e-2)]
-
-
-def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return F.rms_norm(x, (x.shape[-1],), weight, eps)
-
-
-def _ms(x):  # (..., 1) the mean square of each row
-    return x.pow(2).mean(-1, keepdim=True)
-
-
-rms_norm = Implement(
-    "rms_norm", _rms_norm, _norm_inputs, view=_float,
-    mistakes=[
-        Like(lambda x, w, eps: (x - x.mean(-1, keepdim=True))
-             / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * w,
-             "you subtracted the mean: that is LayerNorm. RMSNorm divides x itself by its root "
-             "mean square"),
-        Like(lambda x, w, eps: x / (_ms(x).sqrt() + eps) * w,
-             "eps is added after the square root: it goes under it, sqrt(mean(x²) + eps)"),
-        Like(lambda x, w, eps: x / torch.sqrt(_ms(x) + eps),
-             "the learned weight is missing: multiply by it"),
-        Like(lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
-             "you divided by the root of the sum of squares: RMS takes their mean"),
-    ],
-    hint=("LayerNorm subtracts the mean and divides by the standard deviation; RMSNorm "
-          "only divides, by the root of the mean of the squares.",
-          "x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight"))
-
-
-def _ff_inputs(seed: int = 11) -> list[tuple[torch.Tensor, torch.nn.Module]]:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return [(torch.randn(2, 3, 8), SwiGLU(8, 12)), (torch.randn(5, 16), SwiGLU(16, 24))]
-
-
-def _swiglu(x: torch.Tensor, ff) -> torch.Tensor:
-    """The layer's own forward, without calling the layer (no hook of `_watched` fires)."""
-    with torch.no_grad():
-        return type(ff).forward(ff, x)
-
-
-swiglu = Implement(
-    "swiglu", _swiglu, _ff_inputs, view=_float, refuse=(SwiGLU.forward,),
-    mistakes=[
-        Like(lambda x, ff: ff.down(ff.gate(x) * F.silu(ff.up(x))),
-             "SiLU went on the `up` branch: it belongs on the gate"),
-        Like(lambda x, ff: ff.down(F.relu(ff.gate(x)) * ff.up(x)),
-             "that is ReLU on the gate; SwiGLU uses SiLU, x·σ(x)"),
-        Like(lambda x, ff: ff.down(F.gelu(ff.gate(x)) * ff.up(x)),
-             "that is GELU on the gate (GEGLU); SwiGLU uses SiLU"),
-        Like(lambda x, ff: ff.down(torch.sigmoid(ff.gate(x)) * ff.up(x)),
-             "that is σ(gate) (GLU); SiLU is gate·σ(gate)"),
-        Like(lambda x, ff: ff.down(F.silu(ff.up(x))),
-             "the gate is missing: SiLU(gate(x)) multiplies up(x)"),
-    ],
-    hint=("two branches from x, one through SiLU, multiplied number by number, then "
-          "brought back to d_model.",
-          "ff.down(torch.nn.functional.silu(ff.gate(x)) * ff.up(x))"))
-
-
-def _block_inputs(seed: int = 12) -> list[tuple[torch.nn.Module, torch.Tensor]]:
-    """(block, x): small LlamaBlocks with grouped-query heads (4 query, 2 key/value heads), so
-    that tiling the key/value heads instead of repeating each one shows; watched."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        cases = []
-        for B, T in ((1, 5), (2, 7)):
-            block = LlamaBlock(32, 4, 2, 48, rotary_base=100.0).eval()
-            for norm in (block.norm1, block.norm2):
-                torch.nn.init.uniform_(norm.weight, 0.5, 1.5)  # not all 1: a missing one shows
-            cases.append((_watched(block), torch.randn(B, T, 32)))
-        return cases
-
-
-def _watched(block):
-    """The block, whose own parts write their name in `block.called` when their forward runs:
-    a student's block computes with their weights (the layers q, k, v, out, gate, up, down,
-    which are not watched) but never calls them."""
-    block.called = []
-    parts = {"the block": block, "block.attn": block.attn, "block.norm1": block.norm1,
-             "block.norm2": block.norm2, "block.ff": block.ff}
-    for name, part in parts.items():
-        part.register_forward_pre_hook(lambda *_, name=name: block.called.append(name))
-    return block
-
-
-def _called(got, expected, block, x) -> str | None:
-    if block.called:
-        return (f"your block calls {block.called[0]}'s own forward: write that part with your "
-                "functions, from the block's weights")
-    return None
-
-
-def _attention(block, h, *, rotate=lambda turn, q, k, v: (turn(q), turn(k), v),
-               share=lambda t, n: t.repeat_interleave(n, dim=1), causal=True, scale=None):
-    """Causal grouped-query self-attention from the block's weights, h (B, T, d) -> (B, T, d);
-    each keyword is a step that a mistake of `llama_block` writes otherwise."""
-    a, (B, T, _) = block.attn, h.shape
-    H, H_kv, D = a.n_heads, a.n_kv_heads, a.d_head
-    q = a.q(h).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-    k = a.k(h).view(B, T, H_kv, D).transpose(1, 2)  # (B, H_kv, T, D)
-    v = a.v(h).view(B, T, H_kv, D).transpose(1, 2)
-    q, k, v = rotate(lambda t: rotary(t, base=a.rotary_base), q, k, v)
-    k, v = share(k, H // H_kv), share(v, H // H_kv)  # (B, H, T, D)
-    scores = q @ k.transpose(-2, -1) * (D ** -0.5 if scale is None else scale)  # (B, H, T, T)
-    if causal:
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    heads = scores.softmax(-1) @ v  # (B, H, T, D)
-    return a.out(heads.transpose(1, 2).reshape(B, T, H * D))
-
-
-def _norm(t, norm):  # the block's RMSNorm `norm`, from its weight
-    return F.rms_norm(t, (t.shape[-1],), norm.weight, norm.eps)
-
-
-def _block(block, x: torch.Tensor, **attention) -> torch.Tensor:
-    """The block on a whole sequence from position 0 (x (B, T, d) -> (B, T, d)), computed from
-    its weights without calling its parts (a student's block that calls this reference must
-    not look as if it called them); tests/test_ex10.py checks it against the block's forward.
-    `attention`: a mistake in the attention (see `_attention`)."""
-    h = x + _attention(block, _norm(x, block.norm1), **attention)
-    return h + _swiglu(_norm(h, block.norm2), block.ff)
-
-
-def _post_norm(block, x: torch.Tensor) -> torch.Tensor:  # add, then normalise
-    h = _norm(x + _attention(block, x), block.norm1)
-    return _norm(h + _swiglu(h, block.ff), block.norm2)
-
-
-# Your `fn(block, x)`: the pre-norm block with your RMSNorm, rotary on q and k, grouped-query
-# attention and your SwiGLU, from `block`'s weights, never calling the block, its attention, its
-# norms or its feed-forward layer (`_watched`); against the block's own forward.
-llama_block = Implement(
-    "llama_block", _block, _block_inputs, view=_float, no_grad=True,
-    compare=lambda got, expected, *args: _called(got, expected, *args)
-    or result_problem(got, expected),
-    success="matches the Llama block on 2 random blocks with grouped-query heads",
-    mistakes=[
-        When(_called, _called, example=lambda b, x: b(
-            x, torch.arange(x.shape[1]), torch.ones(x.shape[1], x.shape[1]).tril().bool())[0]),
-        Like(_post_norm, "this is post-norm (add, then normalise); the Llama block is pre-norm: "
-                         "each part reads norm(x), and its output is added to x itself"),
-        Like(lambda b, x: _block(b, x, rotate=lambda turn, q, k, v: (q, k, v)),
-             "no rotary positions: rotate q and k by their positions before the scores"),
-        Like(lambda b, x: _block(b, x, rotate=lambda turn, q, k, v: (turn(q), k, v)),
-             "only q is rotated: rotate k too, so that q·k depends on the distance"),
-        Like(lambda b, x: _block(b, x, rotate=lambda turn, q, k, v: (turn(q), turn(k), turn(v))),
-             "v is rotated too: rotary turns only q and k, which make the scores"),
-        Like(lambda b, x: _block(b, x, share=lambda t, n: t.repeat(1, n, 1, 1)),
-             "your key/value heads are tiled (kv0, kv1, kv0, kv1): each key/value head serves "
-             "neighbouring query heads (kv0, kv0, kv1, kv1), repeat_interleave"),
-        Like(lambda b, x: _block(b, x, causal=False),
-             "no causal mask: each token also reads the tokens after it"),
-        Like(lambda b, x: _block(b, x, scale=1 / math.sqrt(x.shape[-1])),
-             "your scores are divided by √d_model; divide by √d_head"),
-    ],
-    hint=("two residual steps: h = x + attention(rms_norm(x)), then h + swiglu(rms_norm(h)). "
-          "Which tensors does rotary turn, and which query heads share a key/value head?",
-          "q from block.attn.q, viewed (B, T, H, D) and transposed; k and v the same with "
-          "H_kv heads; rotary(q) and rotary(k) with base block.attn.rotary_base; "
-          "k.repeat_interleave(H // H_kv, dim=1) and v too; scores / √D with a causal mask; "
-          "merge and block.attn.out."))
+    return check_answer(
+        answer, judge, name="shorter_repeat", reference=short["repeated"],
+        success="that is the loss the experiment gives",
+        hint=("train with train_induction(2, repeat=(3, 6)) and measure that model, not the "
+              "one of the sections above.",
+              "evaluate(model, short_test) returns the loss on the repeated tokens and on the "
+              "random ones; report the first."),
+        todo="not attempted yet; run the experiment and put the loss in `short_loss`.")

@@ -4,7 +4,7 @@
 epoch (one printed line per epoch with rounded numbers when verbose: deterministic, so strict
 nbval can compare it); it trains by `recipes.TINY` unless told otherwise. `train_classifier`
 builds data, vocabulary and model and trains them by `recipes.TINY`: notebook 03's model, which
-notebooks 04 and 06 and the sentiment app reuse. The review task lives here, not beside the
+notebooks 05 and 07 and the sentiment app reuse. The review task lives here, not beside the
 training loop, so that whatever trains or loads a model (SmolLM2 included) never imports it.
 """
 from __future__ import annotations
@@ -130,7 +130,7 @@ def train_classifier(task: str = "contrast", positions: str = "learned", seed: i
     notebook 03's control, can the task be learned without attention at all?
     undecided=n adds n reviews without a sentiment word, each labelled both ways, to the
     training set (`task_reviews`): a model that reads no word it knows then says p = 0.5 instead
-    of guessing with certainty (the sentiment app's TinyTransformer; notebook 06).
+    of guessing with certainty (the sentiment app's TinyTransformer; notebook 07).
     """
     check_choice("task", task, TASKS)
     check_bool("uniform", uniform)

@@ -1,6 +1,6 @@
 """What attention costs, measured: time, peak memory, FLOPs, and the paths a signal travels.
 
-Notebook 08 turns the usual "attention vs recurrence" table into measurements on this machine.
+Notebook 09 turns the usual "attention vs recurrence" table into measurements on this machine.
 Everything it needs to measure lives here, written so the numbers are trustworthy:
 
 - `measure_times`: median time (wall clock, or the thread's CPU clock that a shared machine's
@@ -18,7 +18,7 @@ Everything it needs to measure lives here, written so the numbers are trustworth
   gates start nearer 1 (its gradient then fades more slowly);
 - `sci`: a measured number in scientific notation, guarded like `attnlab.plumbing.report.fmt`;
 - `process_peak_memory`: the most memory this process has held, as the operating system counts
-  it (notebook 10: what a laptop needs for a 135-million-weight model), on Linux, macOS and
+  it (notebook 11: what a laptop needs for a 135-million-weight model), on Linux, macOS and
   Windows alike.
 
 The KV cache and the online softmax, which the same notebook measures with these tools, are

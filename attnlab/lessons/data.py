@@ -1,5 +1,5 @@
 """The series' data: synthetic movie reviews whose deciding word is known, their vocabulary, and
-Fashion-MNIST (notebook 05).
+Fashion-MNIST (notebook 06).
 
 Real sentiment data cannot tell us which word *should* decide the label. These reviews can:
 every sentence is neutral filler plus sentiment words placed at recorded positions, so a model's
@@ -215,7 +215,7 @@ def make_undecided_reviews(n: int, seed: int = 0, *, neutral: Sequence[str] = NE
     `<unk>` token, what any word outside the vocabulary becomes. Trained on them beside its
     task, a classifier's loss is least where it gives such a review p = 0.5: it learns to say
     that it cannot tell, instead of answering with whatever its untrained `<unk>` vector
-    pushes it to (notebook 06 measures both)."""
+    pushes it to (notebook 07 measures both)."""
     n, seed = check_int("n", n, minimum=1), check_int("seed", seed)
     filler = _check_words("neutral", neutral)
     rng = np.random.default_rng([seed_of(seed), 1])  # a stream apart from make_reviews(seed)

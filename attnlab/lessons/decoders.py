@@ -1,4 +1,4 @@
-"""Notebook 07's decoders: two synthetic digit tasks, the tiny models trained on them, and
+"""Notebook 08's decoders: two synthetic digit tasks, the tiny models trained on them, and
 what the notebook measures of them.
 
 Two tasks whose answers are known, so every claim about a decoder can be measured:
@@ -13,7 +13,7 @@ Two tasks whose answers are known, so every claim about a decoder can be measure
 
 The models train with `core.training.train` on `core.generation.next_token_loss`, in float64
 (`core.models.draw_float64`): at this size it takes about 1.5× the time of float32, and the
-values notebook 07 prints come out the same with PyTorch's AVX2 and portable
+values notebook 08 prints come out the same with PyTorch's AVX2 and portable
 (ATEN_CPU_CAPABILITY=default) kernels. Generation itself (`generate`, `sample_next`) is the
 core's, shared with every other decoder of the series.
 """
@@ -86,7 +86,7 @@ def train_sorter(causal: bool = True, seed: int = 0, **overrides) -> tuple[Decod
 
 @torch.no_grad()
 def evaluate_sorter(model: DecoderOnly, seqs: torch.Tensor) -> dict:
-    """What notebook 07 measures of a sorter on held-out `sort_task` sequences:
+    """What notebook 08 measures of a sorter on held-out `sort_task` sequences:
 
     - `loss`: mean next-token loss over all 2L + 1 targets (teacher forcing: the true sequence
       is the input, as in training); `loss_random`: its mean over the L random digits (ln 10

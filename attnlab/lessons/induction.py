@@ -1,4 +1,4 @@
-"""In-context learning and induction heads (notebook 09): the repeat task, an attention-only
+"""In-context learning and induction heads (notebook 10): the repeat task, an attention-only
 decoder, its training and its measurements.
 
 The task (`repeat_task`): random tokens in which a segment of random length is repeated right

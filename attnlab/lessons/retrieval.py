@@ -1,5 +1,5 @@
 """Retrieval: a query's nearest neighbours by cosine similarity, their scores against the
-query's label, and soft k-NN, which is attention over the database (notebook 05).
+query's label, and soft k-NN, which is attention over the database (notebook 06).
 
 The features come from `attnlab.pretrained.embeddings` (a frozen MobileNetV2, or raw pixels).
 """
@@ -148,7 +148,7 @@ def random_weights_control(query_images, moved_images, database_images, query_la
     Only a network with the same architecture and untrained weights (`embed_images(...,
     seed=s)`, Keras's initialisers drawn from `seed_of(s)`) tells how much of the pre-trained
     network's tolerance is the pre-training's. About 1.6 ms of CPU per image on 2 cores, so
-    notebook 05 runs it on a subset of its images.
+    notebook 06 runs it on a subset of its images.
     """
     if not seeds:
         raise ValueError("seeds must name at least one seed of random weights, got none")
@@ -161,7 +161,7 @@ def random_weights_control(query_images, moved_images, database_images, query_la
 
 
 # ---------------------------------------------------------------------------------------------
-# retrieval read as attention (notebook 05, section "Retrieval is attention")
+# retrieval read as attention (notebook 06, section "Retrieval is attention")
 
 
 def soft_knn(queries, database, labels, tau: float, n_classes: int = len(CLASS_NAMES)):

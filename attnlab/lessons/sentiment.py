@@ -1,4 +1,4 @@
-"""Sentiment on top of the pre-trained encoder (notebook 06): a linear head on the frozen
+"""Sentiment on top of the pre-trained encoder (notebook 07): a linear head on the frozen
 all-MiniLM-L6-v2 (`attnlab.pretrained.minilm`) and an attention-pooling head on its token states
 (`core.models.AttentionPooling`), what the encoder's heads attend to, two interventions on one
 token's role as a key, and the reliability diagram that compares a classifier's confidence with its
@@ -189,7 +189,7 @@ def _hidden_keys(batch, position: int | None, word_index) -> torch.Tensor:
 def encode_without_key(encoder: MiniLM, sentences, position: int | None = None, *,
                        word_index=None, how: str = "mask") -> torch.Tensor:
     """Sentence vectors (N, 384) with one token taken out of every head's attention as a key, in
-    every layer: a test of what the attention that token receives does (notebook 06). Compare
+    every layer: a test of what the attention that token receives does (notebook 07). Compare
     them with `encoder.encode(sentences)`.
 
     Which token: `position`, a word-piece index, the same in every sentence (0 is [CLS], -1 the

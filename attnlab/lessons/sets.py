@@ -1,4 +1,4 @@
-"""Attention over a set of images: find the one that does not belong (notebook 05).
+"""Attention over a set of images: find the one that does not belong (notebook 06).
 
 A set is `set_size` images, all but one of one class and one of another class, in random order.
 `OddOneOut` (`core.models`) reads the set's image features (MobileNetV2 embeddings, or raw pixels),
@@ -6,7 +6,7 @@ keeps their main directions, lets every image attend to every other through one 
 without positional encodings, and gives each image a score; the odd image should get the highest.
 Trained with cross-entropy over the set's positions, as if each position were a class.
 
-Without positions, self-attention is permutation-equivariant (notebook 04): permuting a set
+Without positions, self-attention is permutation-equivariant (notebook 05): permuting a set
 permutes its scores, so the model reads its input as a set, of any size. Under
 `attnlab.uniform_attention(model)` every image receives the plain mean of the set; the no-attention
 rule `farthest_from_mean` picks the image least like that mean.

@@ -1,5 +1,5 @@
 """Image embeddings from a frozen pre-trained CNN: Keras MobileNetV2 (ImageNet weights) turns
-each Fashion-MNIST image into 1280 numbers (notebook 05), and `pixel_features` is the raw-pixel
+each Fashion-MNIST image into 1280 numbers (notebook 06), and `pixel_features` is the raw-pixel
 baseline.
 
 Nothing is trained. The model is Keras's own `keras.applications.MobileNetV2`, built on the torch
@@ -103,7 +103,7 @@ def mobilenet_v2(alpha: float = 0.35, seed: int | None = None):
     `seed` (an int): the same architecture with random weights instead (`weights=None`, Keras's
     own initialisers, every BatchNorm at its identity start), drawn from `seed_of(seed)`, so
     ATTNLAB_SEED moves them: the control that tells what the pre-training gives from what the
-    architecture gives by itself (notebook 05). Building it leaves every global RNG as it was.
+    architecture gives by itself (notebook 06). Building it leaves every global RNG as it was.
     """
     return _mobilenet_v2(_check_alpha(alpha), _real_seed(seed))
 
@@ -253,7 +253,7 @@ def embed_images(images, alpha: float = 0.35, batch_size: int = 32, *,
 
     The resize and the pooling are written so that no kernel's summation order enters them
     (the same bits with ATEN_CPU_CAPABILITY=default; tests/test_retrieval.py). The convolutions
-    are oneDNN's, whose last bits differ between CPUs (AVX2 and AVX-512 do); notebook 05 does
+    are oneDNN's, whose last bits differ between CPUs (AVX2 and AVX-512 do); notebook 06 does
     not depend on them, because its set model's training is not chaotic (`attnlab.lessons.sets`),
     and `make test-portable` moves every embedding by one ulp to prove it
     (`attnlab.plumbing.repro.nudge`).

@@ -219,7 +219,7 @@ def repeated_random(tokenizer: BPETokenizer, n: int, length: int = 50,
                     seed: int = 0) -> torch.Tensor:
     """n sequences of the start token and `length` random tokens, then the same tokens again:
     (n, 1 + 2·length) int64. The second copy can only be predicted by copying from the first:
-    notebook 09's test, on a real vocabulary (special tokens are never drawn). Seeded through
+    notebook 10's test, on a real vocabulary (special tokens are never drawn). Seeded through
     attnlab.plumbing.repro.seed_of, so ATTNLAB_SEED moves it."""
     n, length = check_int("n", n, minimum=1), check_int("length", length, minimum=1)
     g = torch.Generator().manual_seed(seed_of(seed))
@@ -270,7 +270,7 @@ def measure(model: Llama, ids: torch.Tensor, batch: int = 1, *, scores: bool = T
 def blocks_replaced(model: Llama, block: Callable[[LlamaBlock, torch.Tensor], torch.Tensor]):
     """Within the block, every LlamaBlock of `model` computes `block(that_block, x)` (x (B, T,
     d_model) -> (B, T, d_model), a whole sequence from position 0, causal) instead of its own
-    forward: notebook 10 runs SmolLM2's weights in the student's block. Whole sequences only:
+    forward: notebook 11 runs SmolLM2's weights in the student's block. Whole sequences only:
     generate with cache=False. The model's own forwards are back afterwards, also after an
     error."""
     if not callable(block):

@@ -3,11 +3,11 @@
 Two models answer side by side. The pre-trained one is all-MiniLM-L6-v2 (frozen) with an
 attention-pooling head (`attnlab.lessons.sentiment.train_pooling_head`): one learned query attends
 over the review's word pieces, so it can read which word comes after "but", which a mean of the
-tokens (the linear head of notebook 06) cannot; it was trained on the series' synthetic reviews: one
+tokens (the linear head of notebook 07) cannot; it was trained on the series' synthetic reviews: one
 sentiment word, contrasts joined by "but" or "yet" in both orders, negations. The other is notebook
-03's TinyTransformer recipe trained from scratch on one-word reviews (the bag task of notebook 04)
+03's TinyTransformer recipe trained from scratch on one-word reviews (the bag task of notebook 05)
 and on reviews with no sentiment word under both labels, so that where it reads no word it knows its
-probability is near 0.5 (notebook 06 measures it). Both are attnlab's own attention code. The
+probability is near 0.5 (notebook 07 measures it). Both are attnlab's own attention code. The
 comparison is the lesson of notebook 06: the tiny model knows only the few dozen words of its
 training reviews, the pre-trained one was trained on a billion sentence pairs and places "terrific"
 near "great".
@@ -323,7 +323,7 @@ SHADING = {
             "heads and queries; they sum to 1).",
 }
 WEIGHT_IS_NOT_REASON = ("Weight is not the whole reason: a word's state already carries its "
-                        "neighbours, and notebook 06 measures a token that takes the most weight "
+                        "neighbours, and notebook 07 measures a token that takes the most weight "
                         "and carries almost nothing.")
 
 

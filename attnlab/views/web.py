@@ -1,4 +1,4 @@
-"""The sentiment app as a web app: notebook 06's `SentimentApp` behind a Gradio page.
+"""The sentiment app as a web app: notebook 07's `SentimentApp` behind a Gradio page.
 
 The page is the same app as the notebook's widget, served over HTTP: a text box and clickable
 examples; what each model is, in two lines (its model card), and what the app can read; for each

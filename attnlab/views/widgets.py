@@ -542,7 +542,7 @@ class PredictionComparison:
 
 
 class NextTokenExplorer:
-    """Notebook 10: the next-token distribution of a language model after a prompt, under a
+    """Notebook 11: the next-token distribution of a language model after a prompt, under a
     temperature slider: the k most likely tokens with their probabilities, and what the rest
     of the vocabulary holds together.
 

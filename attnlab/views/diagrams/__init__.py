@@ -20,10 +20,10 @@ _SVG = "{http://www.w3.org/2000/svg}"
 DIAGRAMS = {  # name: (notebook, what it shows)
     "qkv_heads": ("01", "queries, keys and values, split into heads, attended, merged"),
     "encoder_block": ("03", "the encoder block: attention, add and norm, feed-forward"),
-    "causal_mask": ("07", "the causal mask, and the causal mask with padding"),
-    "kv_cache_gqa": ("08", "one decoding step with a KV cache and grouped-query heads"),
-    "online_softmax_tiles": ("08", "the online softmax: tiles, a running maximum and sums"),
-    "induction_circuit": ("09", "a previous-token head, then an induction head"),
+    "causal_mask": ("08", "the causal mask, and the causal mask with padding"),
+    "kv_cache_gqa": ("09", "one decoding step with a KV cache and grouped-query heads"),
+    "online_softmax_tiles": ("09", "the online softmax: tiles, a running maximum and sums"),
+    "induction_circuit": ("10", "a previous-token head, then an induction head"),
 }
 
 

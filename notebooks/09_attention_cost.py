@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · What attention costs
+# # 09 · What attention costs
 #
 # Self-attention lets every token read every other directly. What does that cost, and how do
 # generating models afford it? Times below are medians of several runs on this thread's CPU
@@ -24,8 +24,8 @@
 # - to size a real model's cache, and what fewer key/value heads (grouped-query attention) save;
 # - the online softmax: block-by-block attention in memory that grows like T.
 #
-# Assumes notebooks 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), 04 (rotary
-# positions) and 07 (the causal mask, token-by-token generation).
+# Assumes notebooks 01 (softmax(QKᵀ/√d_k)V, heads, `split_heads`/`merge_heads`), 05 (rotary
+# positions) and 08 (the causal mask, token-by-token generation).
 
 # %% slideshow={"slide_type": "skip"}
 import math
@@ -40,7 +40,7 @@ from torch import nn
 import attnlab
 from attnlab.core import kv_cache, online_softmax
 from attnlab.core.attention import merge_heads
-from attnlab.exercises import ex08
+from attnlab.exercises import ex09
 from attnlab.lessons import cost
 from attnlab.plumbing.report import fmt
 from attnlab.views import diagrams
@@ -109,7 +109,7 @@ assert [short[0], short[2]] == [4 * 64**2 * D_MODEL, cost.layer_flops("attention
 assert flop_ratios == [16, 4, 8]
 
 # %%
-ex08.flop_ratios(flop_guess, flop_ratios)
+ex09.flop_ratios(flop_guess, flop_ratios)
 
 # %% [markdown]
 # Score part 16× (T²), projections 4× (T), whole layer 8×: at T = d both parts are of the same
@@ -241,7 +241,7 @@ assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 # %% [markdown]
 # ## 4 · Generating text: the KV (key-value) cache
 #
-# When a decoder (notebook 07) generates a token, the causal mask leaves earlier tokens' keys and
+# When a decoder (notebook 08) generates a token, the causal mask leaves earlier tokens' keys and
 # values unchanged, yet without a cache the layer recomputes the whole prefix
 # (`kv_cache.recompute_step`). A *KV cache* keeps them: a step handles only the new token.
 #
@@ -256,7 +256,7 @@ assert [fmt(mflops[k, 1024], 0) for k in ("attention", "lstm")] == ["302", "67"]
 # Return x_t's output, (B, 1, d_model), leaving its key and value in the cache:
 #
 # - `attn.project(x_t, positions=torch.tensor([len(cache)]))` → q (B, n_heads, 1, D), k and v
-#   (B, n_kv_heads, 1, D); rotary layers (notebook 04) rotate the new token where it sits,
+#   (B, n_kv_heads, 1, D); rotary layers (notebook 05) rotate the new token where it sits,
 #   at len(cache);
 # - `cache.append(k, v)` stores them and returns every key and value so far, (B, n_kv_heads, t, D);
 # - `attnlab.scaled_dot_product_attention(q, keys, values)` → (output, weights) once each query
@@ -288,7 +288,7 @@ def my_decode_step(attn, x_t, cache):
     ### END SOLUTION
 
 
-my_decode_step = ex08.decode_step(my_decode_step)  # yours if it is right, attnlab's otherwise
+my_decode_step = ex09.decode_step(my_decode_step)  # yours if it is right, attnlab's otherwise
 
 # %% [markdown]
 # Your step (or attnlab's) on 48 tokens one by one, in layers of 8 query heads with 8, 2 and 1
@@ -419,7 +419,7 @@ def my_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number)
     ### END SOLUTION
 
 
-my_bytes_per_token = ex08.bytes_per_token(my_bytes_per_token)  # yours if right, else attnlab's
+my_bytes_per_token = ex09.bytes_per_token(my_bytes_per_token)  # yours if right, else attnlab's
 
 # %% [markdown]
 # One decoding step with grouped key/value heads, drawn:
@@ -524,7 +524,7 @@ def online_update(m, total, acc, scores, v_block):
     ### END SOLUTION
 
 
-online_update = ex08.online_update(online_update)  # yours if it is right, attnlab's otherwise
+online_update = ex09.online_update(online_update)  # yours if it is right, attnlab's otherwise
 
 # %% [markdown]
 # `online_update`, drawn for one query and blocks (tiles) of 4 keys:

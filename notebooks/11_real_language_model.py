@@ -9,11 +9,11 @@
 # %% [markdown]
 # # 10 · A real language model, in our own attention code
 #
-# Everything so far ran on models we trained in seconds, or on an encoder (notebook 06). Here
+# Everything so far ran on models we trained in seconds, or on an encoder (notebook 07). Here
 # is a real, modern language model: **SmolLM2-135M-Instruct** (Hugging Face, 2024), 135 million
 # numbers in 30 layers. We read its file ourselves, load its weights into notebook 01's
-# `MultiHeadAttention`, and find in it rotary positions (04), grouped-query heads and the KV
-# cache (08), sampling (07) and induction heads (09).
+# `MultiHeadAttention`, and find in it rotary positions (05), grouped-query heads and the KV
+# cache (09), sampling (08) and induction heads (10).
 
 # %% [markdown]
 # ## What you will learn
@@ -22,11 +22,11 @@
 # - that a Llama block is a pre-norm block with three small changes (RMSNorm, a gated
 #   feed-forward layer, no biases), by writing it yourself and running SmolLM2's weights in it;
 # - how the model writes: greedy, sampled, and in its chat format; what the KV cache saves;
-# - whether notebook 09's induction heads exist in a model trained on real text, and what it
+# - whether notebook 10's induction heads exist in a model trained on real text, and what it
 #   loses without them;
 # - where most of its heads put their weight when they have nothing to read.
 #
-# Assumes: notebooks 02 (a multi-head attention module), 04, 07 (the pre-norm block), 08 and 09
+# Assumes: notebooks 02 (a multi-head attention module), 05, 08 (the pre-norm block), 09 and 10
 # (the induction score).
 
 # %% slideshow={"slide_type": "skip"}
@@ -43,7 +43,7 @@ from attnlab.core import interventions, kv_cache, measures
 from attnlab.core.attention import causal_mask
 from attnlab.core.generation import generate
 from attnlab.core.rope import rotary
-from attnlab.exercises import ex10
+from attnlab.exercises import ex11
 from attnlab.lessons.cost import measure_times, process_peak_memory
 from attnlab.plumbing.parallel import parallel_map
 from attnlab.plumbing.report import fmt
@@ -109,7 +109,7 @@ def dequantize_q4_1(block):
     ### END SOLUTION
 
 
-dequantize_q4_1 = ex10.dequantize_q4_1(dequantize_q4_1)
+dequantize_q4_1 = ex11.dequantize_q4_1(dequantize_q4_1)
 
 # %%
 print("the block's 32 numbers:", [fmt(x, 3) for x in dequantize_q4_1(block)[:8].tolist()], "...")
@@ -125,12 +125,12 @@ print("the first 8 of W_Q's first row:",
 # ## 2 · The model: the blocks of this series
 #
 # `llama.load_smollm2()` reads every size from the header and builds 30 `LlamaBlock`s. Each is
-# a pre-norm block, the one you wrote in notebook 07 (each part reads a normalised copy of x and
+# a pre-norm block, the one you wrote in notebook 08 (each part reads a normalised copy of x and
 # adds its output to an untouched residual path), with three changes: **RMSNorm** (divide by the root mean square;
 # no mean subtracted, no bias), a **SwiGLU** feed-forward layer
 # ($W_\text{down}(\text{SiLU}(W_\text{gate} x) \odot W_\text{up} x)$), and no biases. Its
-# attention is notebook 01's `MultiHeadAttention`, with rotary positions (04) and 3 key/value
-# heads for 9 query heads (08).
+# attention is notebook 01's `MultiHeadAttention`, with rotary positions (05) and 3 key/value
+# heads for 9 query heads (09).
 
 # %%
 start = time.perf_counter()
@@ -177,7 +177,7 @@ def my_rms_norm(x, weight, eps):
     ### END SOLUTION
 
 
-my_rms_norm = ex10.rms_norm(my_rms_norm)
+my_rms_norm = ex11.rms_norm(my_rms_norm)
 
 # %% [markdown]
 # **SwiGLU.** 03's feed-forward layer was `down(ReLU(up(x)))`. SwiGLU has two branches from
@@ -194,13 +194,13 @@ def my_swiglu(x, ff):
     ### END SOLUTION
 
 
-my_swiglu = ex10.swiglu(my_swiglu)
+my_swiglu = ex11.swiglu(my_swiglu)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **The block.** Pre-norm: $h = x + \text{Attention}(\text{RMSNorm}_1(x))$, then
 # $h + \text{SwiGLU}(\text{RMSNorm}_2(h))$. The attention is 02's module with two changes:
-# q and k (not v) are turned by `rotary` (04), base `attn.rotary_base`, and 9 query heads share
-# 3 key/value heads (08): query heads 0-2 read key/value head 0, 3-5 head 1, 6-8 head 2.
+# q and k (not v) are turned by `rotary` (05), base `attn.rotary_base`, and 9 query heads share
+# 3 key/value heads (09): query heads 0-2 read key/value head 0, 3-5 head 1, 6-8 head 2.
 # **Implement** `my_llama_block(block, x)` for a whole sequence (causal), from the block's
 # weights: its layers `attn.q`, `attn.k`, `attn.v`, `attn.out`, its norms' `weight` and `eps`,
 # and `block.ff` for your SwiGLU; calling the block, its attention, norms or feed-forward layer
@@ -227,7 +227,7 @@ def my_llama_block(block, x):
     ### END SOLUTION
 
 
-my_llama_block = ex10.llama_block(my_llama_block)
+my_llama_block = ex11.llama_block(my_llama_block)
 
 # %% [markdown]
 # **Your code, real weights.** `llama.blocks_replaced(model, my_llama_block)` makes each of the
@@ -254,7 +254,7 @@ assert gap < 1e-3, "float32 rounding only"
 # ## 4 · It writes
 #
 # After "Once upon a time" the model gives each of its 49,152 tokens a logit; softmax of the
-# logits divided by a **temperature** (07) is the distribution the next token is drawn from.
+# logits divided by a **temperature** (08) is the distribution the next token is drawn from.
 # The ten most likely, at temperature 1:
 
 # %%
@@ -280,8 +280,8 @@ assert explorer.view()["ids"][0] == your_text[0, prompt.shape[1]], "greedy takes
 explorer.widget
 
 # %% [markdown]
-# Generation is notebook 07's loop, `generate`: the last position's logits, `sample_next`, the
-# token fed back. Here it keeps one KV cache per layer (08), so each new token runs alone.
+# Generation is notebook 08's loop, `generate`: the last position's logits, `sample_next`, the
+# token fed back. Here it keeps one KV cache per layer (09), so each new token runs alone.
 # Greedy first, the text your blocks wrote above:
 
 # %%
@@ -303,7 +303,7 @@ assert torch.equal(greedy, your_text), "your blocks write the same text, token f
 assert tokenizer.decode(greedy[0]).startswith("Once upon a time,")
 
 # %% [markdown]
-# Sampling (07): temperature 0.8, and top-p 0.9 to cut the unlikely tail. Two draws in one
+# Sampling (08): temperature 0.8, and top-p 0.9 to cut the unlikely tail. Two draws in one
 # batch:
 
 # %%
@@ -329,14 +329,14 @@ assert top2_gap(answer, asked.shape[1]) > 0.003 and answer.shape[1] > asked.shap
 # %% [markdown]
 # ## 5 · The KV cache on a real model
 #
-# Notebook 08's formula gives the bytes a cache holds per token: a key and a value of
+# Notebook 09's formula gives the bytes a cache holds per token: a key and a value of
 # $n_\text{kv} \cdot d_\text{head}$ numbers in each of 30 layers. We check it against the caches
 # `generate` allocates (float32: 4 bytes a number).
 
 # %%
 per_token = kv_cache.bytes_per_token(len(model.blocks), attn.n_kv_heads, attn.d_head, 4)
 allocated = sum(c.nbytes for c in model.new_caches(1, 100))  # one cache per layer
-print(f"08's formula: {per_token:,} bytes per token; allocated for 100 tokens: "
+print(f"09's formula: {per_token:,} bytes per token; allocated for 100 tokens: "
       f"{allocated:,} bytes = {allocated // 100:,} per token")
 print(f"with 9 key/value heads (one per query head) it would be {per_token * 3:,}")
 
@@ -368,7 +368,7 @@ for name, seconds in step.items():
 # %% [markdown]
 # ## 6 · Induction heads in a real model
 #
-# Notebook 09's test: a start token, 50 random tokens, the same 50 again. Nothing predicts the
+# Notebook 10's test: a start token, 50 random tokens, the same 50 again. Nothing predicts the
 # first copy; a model that copies from its context predicts the second.
 #
 # **Predict first.** A uniform guess over 49,152 tokens costs $\ln 49152 = 10.8$ nats. What
@@ -390,13 +390,13 @@ scores = llama.measure(model, repeats)  # losses (4, 100); each score (30, 9)
 first_copy = scores["losses"][:, :50].mean().item()  # predicting tokens 1..50
 second_copy = scores["losses"][:, 51:].mean().item()  # predicting tokens 52..100
 print(f"loss on the first copy {fmt(first_copy, 2)} nats, on the second {fmt(second_copy, 2)}")
-ex10.repeat_loss(guess, second_copy)
+ex11.repeat_loss(guess, second_copy)
 
 # %% tags=["remove-cell"]
 assert first_copy > 10.8 and second_copy < first_copy / 3
 
 # %% [markdown]
-# Which heads copy? The induction score you wrote in notebook 09 (the mean weight a query puts
+# Which heads copy? The induction score you wrote in notebook 10 (the mean weight a query puts
 # on the token just *after* the previous occurrence of its own token) is
 # `measures.induction_score`. On the first sequence, all 270 heads (30 layers × 9), beside the
 # level of a head that spreads its weight uniformly over the past:
@@ -451,9 +451,9 @@ assert max(shared.values()) >= 2, "query heads of one group among the top four"
 # %% [markdown]
 # A few heads in the middle of the stack put more than half their weight on the token after
 # the previous occurrence, tens of times the uniform level; strong previous-token heads sit in
-# earlier layers. That is notebook 09's circuit, in a model nobody built to have it.
+# earlier layers. That is notebook 10's circuit, in a model nobody built to have it.
 #
-# The last column shows grouped-query attention (08): several top induction heads share one
+# The last column shows grouped-query attention (09): several top induction heads share one
 # key/value head, reading the same keys and values and differing only in their queries.
 
 # %% [markdown]
@@ -519,7 +519,7 @@ assert c1 > c0 + 2, "and the previous-token head"
 # other heads drawn at random cost the copy much less in most draws. (With other seeds a draw
 # now and then hits a head the model needs for every text: then the paragraph suffers as much
 # as the copy.) The strongest previous-token head alone costs the copy a lot too: copying takes
-# both halves of 09's circuit, the head that writes what came before each token and the heads
+# both halves of 10's circuit, the head that writes what came before each token and the heads
 # that look it up.
 
 # %% [markdown]
@@ -541,7 +541,7 @@ heads_needed = 1
 while copy_loss_without(heads_needed) < first_copy / 2:
     heads_needed += 1
 ### END SOLUTION
-heads_needed = ex10.heads_to_break_copy(heads_needed, copy_loss_without, first_copy)
+heads_needed = ex11.heads_to_break_copy(heads_needed, copy_loss_without, first_copy)
 
 # %% [markdown]
 # ## 8 · Where the weight goes when there is nothing to read
@@ -562,7 +562,7 @@ assert first.mean() > 5 * level and (first > 0.3).sum() > 100
 # More than a third of the heads put over 0.3 of their weight on the first token, whatever it
 # is, several times the uniform level: an **attention sink**. Softmax must give its weight
 # somewhere; a head with nothing useful to read leaves it on a token it can always see. What
-# does that weight do? Hide position 0 from every head (`attnlab.core.interventions.hide_key`, notebook 07)
+# does that weight do? Hide position 0 from every head (`attnlab.core.interventions.hide_key`, notebook 08)
 # and measure the paragraph's tokens after the first:
 
 # %%
@@ -590,7 +590,7 @@ assert hidden > plain
 # - The Llama block is pre-norm, with RMSNorm, a gated feed-forward layer and no biases;
 #   yours, with SmolLM2's weights, gives the same logits to float32 rounding and writes the
 #   same greedy text.
-# - The KV cache of 08 holds what its formula says, and a step with it runs one token instead
+# - The KV cache of 09 holds what its formula says, and a step with it runs one token instead
 #   of the whole context.
 # - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
 #   on a repeated random sequence the second copy costs less than a third of the first.

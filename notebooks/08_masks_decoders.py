@@ -7,9 +7,9 @@
 # ---
 
 # %% [markdown]
-# # 07 · Masks, decoders and generation
+# # 08 · Masks, decoders and generation
 #
-# The encoder of notebooks 03 and 04 reads a whole sentence at once. A *decoder* writes one, as
+# The encoder of notebooks 03 and 05 reads a whole sentence at once. A *decoder* writes one, as
 # GPT-style models do: predict the next token, append it, repeat. It needs one new line of
 # attention: the *causal mask*.
 
@@ -22,7 +22,7 @@
 # - the decoder block with cross-attention, post-norm and pre-norm, and the alignment it learns;
 # - optional: greedy decoding, beam search, sampling; position encodings past the training length.
 #
-# Assumes: notebooks 01 and 03 (section 5: notebook 06's `[CLS]` test).
+# Assumes: notebooks 01, 03 and 04 (section 5: notebook 07's `[CLS]` test).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -37,7 +37,7 @@ from attnlab.core.measures import alignment_share, pointing_scores
 from attnlab.core.models import DecoderOnly
 from attnlab.core.recipes import SORTER
 from attnlab.core.training import fit
-from attnlab.exercises import ex07
+from attnlab.exercises import ex08
 from attnlab.lessons.decoders import (
     LENGTH,
     evaluate_sorter,
@@ -136,7 +136,7 @@ def my_padding_and_causal(real):
     ### END SOLUTION
 
 
-padding_and_causal = ex07.padding_and_causal(my_padding_and_causal)
+padding_and_causal = ex08.padding_and_causal(my_padding_and_causal)
 
 # %% [markdown]
 # Compare real tokens' outputs under each mask with the prompt alone:
@@ -228,7 +228,7 @@ def my_next_token_loss(model, seqs):
     ### END SOLUTION
 
 
-next_token_loss = ex07.next_token_loss(my_next_token_loss)
+next_token_loss = ex08.next_token_loss(my_next_token_loss)
 
 # %% [markdown]
 # `train_sorter` trains with these lines (`attnlab.core.generation.next_token_loss`) through
@@ -284,7 +284,7 @@ for name, r in results.items():
           f"{fmt(r['generated'], 4):>11}")
 print(f"{'(floor)':15} {fmt(floor, 3):>6}")
 on, off = results["with the mask"], results["without it"]
-ex07.unmasked_generation(guess, off["generated"])
+ex08.unmasked_generation(guess, off["generated"])
 
 # %% tags=["remove-cell"]
 assert floor <= on["loss"] < floor + 0.02, "with the mask the loss sits just above the floor"
@@ -505,7 +505,7 @@ def my_decoder_block(block, x, context, mask):
     ### END SOLUTION
 
 
-decoder_block = ex07.decoder_block(my_decoder_block)
+decoder_block = ex08.decoder_block(my_decoder_block)
 
 # %% [markdown]
 # The target is the source's six random digits, reversed: target digit i is source digit 5 − i.
@@ -566,7 +566,7 @@ show_figure()
 # %% [markdown]
 # ### Pre-norm: the block of GPT-2 and Llama
 #
-# Most models since GPT-2, notebook 10's Llama among them, normalise what each part *reads*, not
+# Most models since GPT-2, notebook 11's Llama among them, normalise what each part *reads*, not
 # the sum (*pre-norm*):
 #
 #     x = x + SelfAttention(LayerNorm1(x), mask)
@@ -598,7 +598,7 @@ def my_pre_norm_block(block, x, context, mask):
     ### END SOLUTION
 
 
-pre_norm_block = ex07.pre_norm_block(my_pre_norm_block)
+pre_norm_block = ex08.pre_norm_block(my_pre_norm_block)
 
 # %% [markdown]
 # Silence both blocks (output layers zeroed); pass the same x through your two functions.
@@ -625,7 +625,7 @@ assert (post - x).abs().max() > 1 and abs(post.std() - 1) < 0.05, "post-norm: no
 # %% [markdown]
 # The silent post-norm block still normalises x; the pre-norm block returns x exactly. In a
 # pre-norm model x runs untouched from first block to last, each part only adding to it: the
-# *residual path* notebook 10 relies on. 03's *Going further* trains both at a high learning
+# *residual path* notebook 11 relies on. 03's *Going further* trains both at a high learning
 # rate: only pre-norm learns there without a warm-up.
 
 # %% [markdown]
@@ -650,7 +650,7 @@ assert (post - x).abs().max() > 1 and abs(post.std() - 1) < 0.05, "post-norm: no
 # Optional: nothing on the main line needs this part. It turns the sorter's next-token scores
 # into text three ways, greedy decoding, beam search and sampling (temperature, top-k, top-p),
 # and compares them by the probability of what they write, by accuracy and by variety. Then
-# *Past the training length* trains small decoders with notebook 04's four position encodings
+# *Past the training length* trains small decoders with notebook 05's four position encodings
 # and asks what each does with positions longer than any seen in training.
 
 # %% [markdown]
@@ -822,7 +822,7 @@ def my_top_p(logits, p):
     ### END SOLUTION
 
 
-top_p = ex07.top_p_filter(my_top_p)
+top_p = ex08.top_p_filter(my_top_p)
 
 # %% [markdown]
 # `attnlab.sample_next` divides by the temperature, filters with
@@ -874,8 +874,8 @@ for name, r in table.items():
     print(f"{name:16} {fmt(r['log-prob'], 2):>13} {fmt(r['right'], 4):>13} "
           f"{fmt(r['distinct'], 2):>24}")
 cold, hot = table["temperature 0.1"], table["temperature 10"]
-ex07.temperature_accuracy(guess_accuracy, [cold["right"], hot["right"]])
-ex07.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
+ex08.temperature_accuracy(guess_accuracy, [cold["right"], hot["right"]])
+ex08.temperature_diversity(guess_distinct, [cold["distinct"], hot["distinct"]])
 
 # %% tags=["remove-cell"]
 greedy_right = table["greedy"]["right"]
@@ -919,7 +919,7 @@ for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
 # %% [markdown]
 # ### Past the training length
 #
-# Notebook 04 compared four position encodings in an encoder: learned, sinusoidal, rotary and
+# Notebook 05 compared four position encodings in an encoder: learned, sinusoidal, rotary and
 # none. A model trained on sequences up to length L meets a longer one. What does each encoding do with
 # positions it never saw? A classifier over 5-15 words does not ask this; a decoder does. Take a
 # task a one-block `DecoderOnly` learns in a second: sequences of random symbols 0-7, and at
@@ -930,7 +930,7 @@ for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
 
 # %%
 V, BACK, L = 8, 2, 8  # symbols, how far back, training length
-ENCODINGS = ("learned", "sinusoidal", "rotary", "none")  # notebook 04's four
+ENCODINGS = ("learned", "sinusoidal", "rotary", "none")  # notebook 05's four
 STEPS, BATCH = 150, 32  # Adam steps, sequences per step
 
 
@@ -1013,7 +1013,7 @@ assert max(within["none"]) < 0.5 and max(past["none"]) < 0.35
 
 # %%
 measured = {p for p in ENCODINGS if past[p] and min(past[p]) >= 0.9}
-ex07.survivors(survive, measured)
+ex08.survivors(survive, measured)
 
 # %% tags=["hide-input"]
 fig = mean_spread_bars({"positions 2-7 (trained)": within,

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 04 · What positional encodings are for
+# # 05 · What positional encodings are for
 #
 # Notebook 03's model added a learned position vector to every token. Did it need to? We remove
 # positions on a task where word order does not matter and on one where it is all that matters, then
@@ -39,7 +39,7 @@ from attnlab.core.blocks import sinusoidal_table
 from attnlab.core.models import LEARNED_POSITION_STD, TinyTransformer, draw_float64
 from attnlab.core.recipes import TINY
 from attnlab.core.training import evaluate
-from attnlab.exercises import ex04
+from attnlab.exercises import ex05
 from attnlab.lessons.classifier import fit_classifier, initial_model, task_reviews, train_classifier
 from attnlab.lessons.data import (
     LABELS,
@@ -204,7 +204,7 @@ assert abs(acc["contrast", "none"][0] - 0.5) < 0.075, "no positions: chance (3 s
 assert min(a - u for a, u in zip(acc["contrast", "learned"], uniform["contrast", "learned"])) > 0.05
 
 # %%
-ex04.contrast_without_positions(guess, table["contrast", "none"][0][0])
+ex05.contrast_without_positions(guess, table["contrast", "none"][0][0])
 
 # %% [markdown]
 # Both models solve the bag task, with uniform attention too: there, removing positions "changes
@@ -337,7 +337,7 @@ guess_norm = 4.0
 # %%
 norms = table.norm(dim=-1)  # (15,)   one per position
 print(f"norms of PE[0] .. PE[{MAX_LEN - 1}]: from {fmt(norms.min(), 3)} to {fmt(norms.max(), 3)}")
-ex04.sinusoidal_norm(guess_norm, norms.mean().item())
+ex05.sinusoidal_norm(guess_norm, norms.mean().item())
 
 # %% tags=["remove-cell"]
 assert torch.allclose(norms, torch.full_like(norms, 4.0))
@@ -473,7 +473,7 @@ net.embed.pos.table.data *= d ** -0.5 / LEARNED_POSITION_STD  # std 0.02 -> d^-1
 curve = fit_classifier(net, x_tr, y_tr, x_te, y_te, seed=0, stop_at=0.9)  # stops at 0.9
 reach_rescaled = first_epoch_at(curve)
 ### END SOLUTION
-reach_rescaled = ex04.rescaled_reach(reach_rescaled, reach["learned"][0])
+reach_rescaled = ex05.rescaled_reach(reach_rescaled, reach["learned"][0])
 
 # %% [markdown]
 # Compare your epoch with the learned and sinusoidal runs: how much of the gap between them does the
@@ -517,7 +517,7 @@ def my_rotate_pair(pair, m, theta):
     ### END SOLUTION
 
 
-rotate_pair = ex04.rotate_pair(my_rotate_pair)
+rotate_pair = ex05.rotate_pair(my_rotate_pair)
 
 # %% [markdown]
 # Turning each pair of a vector with its own $\theta_i$ gives `attnlab.rotary`; a turn changes no

@@ -7,9 +7,9 @@
 # ---
 
 # %% [markdown]
-# # 06 · A pre-trained transformer, inside our own attention code
+# # 07 · A pre-trained transformer, inside our own attention code
 #
-# Real models are the machinery of notebooks 01–04, bigger and trained on far more text. Here we
+# Real models are the machinery of notebooks 01–05, bigger and trained on far more text. Here we
 # load a published one, **all-MiniLM-L6-v2** (a 6-layer BERT-style sentence encoder by the
 # sentence-transformers project, Apache-2.0), into our `MultiHeadAttention` (notebook 01) and
 # `EncoderBlock` (notebook 03): no `transformers` library, only the weight file, the vocabulary
@@ -27,8 +27,8 @@
 # - optional (*Going further*): what pre-training buys on unseen words, a reliability diagram,
 #   the sentiment app.
 #
-# Assumes: notebooks 01 (multi-head attention), 03 (the encoder block, hiding a word from
-# attention), 04 (the one-word "bag" reviews) and 05 (the cosine of two vectors).
+# Assumes: notebooks 01 (multi-head attention), 03 and 04 (the encoder block, hiding a word
+# from attention), 05 (the one-word "bag" reviews) and 06 (the cosine of two vectors).
 
 # %% slideshow={"slide_type": "skip"}
 import matplotlib.pyplot as plt
@@ -37,7 +37,7 @@ import torch
 import attnlab
 from attnlab.core.recipes import HEAD
 from attnlab.core.training import evaluate
-from attnlab.exercises import ex06
+from attnlab.exercises import ex07
 from attnlab.lessons import data
 from attnlab.lessons.classifier import initial_model, task_reviews, train_classifier
 from attnlab.lessons.sentiment import (
@@ -169,7 +169,7 @@ assert across < similarity[nearest, torch.arange(6)].min()
 # ## A sentiment classifier on the frozen encoder
 #
 # On the frozen encoder's sentence vectors we train only a linear layer `384 → 2` (`fit_head`) on
-# notebook 04's **bag** task: one positive or negative word among neutral filler. It gets the
+# notebook 05's **bag** task: one positive or negative word among neutral filler. It gets the
 # first 400 training reviews. We train three heads, seeds 0, 1 and 2, and believe only what all
 # three show.
 
@@ -233,7 +233,7 @@ print(f"  400 test reviews:   {fmt(test_cos.mean(), 2)} ({fmt(test_cos.min(), 2)
 print(f"  for scale, two different probe sentences: {fmt(unrelated, 2)}")
 print("sentiment heads' test accuracy, normal -> uniform attention: "
       + ", ".join(f"{fmt(a, 3)} -> {fmt(u, 3)}" for a, u in zip(head_accs, uniform_accs)))
-ex06.uniform_cosine(guess, probe_cos.mean().item())
+ex07.uniform_cosine(guess, probe_cos.mean().item())
 
 # %% tags=["remove-cell"]
 assert probe_cos.mean() < 0.6 and test_cos.mean() < 0.7 and unrelated < 0.25
@@ -309,7 +309,7 @@ assert (ratio[:, 1:5] > 4).all() and cls_share[:, 1:5].min() > 0.5
 # %% [markdown]
 # ## Weight or information? Two interventions
 #
-# Notebook 03 took a word out of attention two ways. **Hide it as a key**: mask it before the
+# Notebook 04 took a word out of attention two ways. **Hide it as a key**: mask it before the
 # softmax, like padding, so its weight is shared out over the other keys. **Zero it after the
 # softmax**: its weight is thrown away. Zeroing the token's **value** vector does the second in
 # every head at once: each output is Σ_j w_ij v_j, so a zero v_j is a zero column j of weights.
@@ -341,7 +341,7 @@ def my_without_key(q, k, v, key, how):
     ### END SOLUTION
 
 
-without_key = ex06.without_key(my_without_key)
+without_key = ex07.without_key(my_without_key)
 
 # %% [markdown]
 # `encode_without_key(minilm, sentences, ...)` does it in every layer and head, for `[CLS]` or a
@@ -457,7 +457,7 @@ for one in my_pair:
     row = one_maps[my_layer][0, my_head, pieces.index("it")]  # (T,)   what "it" gives each key
     my_weights.append([row[pieces.index(c)].item() for c in my_candidates])
 ### END SOLUTION
-my_weights = ex06.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my_head),
+my_weights = ex07.minimal_pair(my_weights, my_pair, my_candidates, (my_layer, my_head),
                                minilm.attention_maps)
 
 # %% [markdown]
@@ -650,7 +650,7 @@ assert min(pool_accs) > 0.95 and min(pool_accs) > max(held for _, held in probe_
 # %% [markdown]
 # ### Words neither model was trained on
 #
-# Now the TinyTransformer of notebooks 03–04, trained from scratch on the same one-word reviews
+# Now the TinyTransformer of notebooks 03–05, trained from scratch on the same one-word reviews
 # (`train_classifier(task="bag")`, all its weights learned), against MiniLM + head. Both solve
 # these reviews. Then reviews built the same way but with sentiment words that never appeared in
 # training: synonyms such as *terrific* or *atrocious*. The tiny model's vocabulary does not
@@ -722,7 +722,7 @@ def my_reliability(confidence, correct, n_bins):
     ### END SOLUTION
 
 
-bins = ex06.reliability(my_reliability)
+bins = ex07.reliability(my_reliability)
 
 # %%
 
@@ -889,7 +889,7 @@ assert abs(example["models"]["tiny"]["p_positive"] - 0.5) < 0.15  # 0.40 to 0.51
 # The reliability lesson in one review: MiniLM + head answers positive. The TinyTransformer never
 # saw *terrific* or *outstanding*: it reads both as `<unk>`, and, trained for that case, its
 # probability stays near 0.5, so the app calls it *not sure*. Now the contrast review of notebook
-# 04 and its swap:
+# 05 and its swap:
 
 # %%
 for review in ("the plot was dull but the cast was superb",

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 09 · In-context learning and induction heads
+# # 10 · In-context learning and induction heads
 #
 # A language model predicts text better the further it reads: after "Mr and Mrs Dursley", it
 # expects "Dursley" after the next "Mrs". That is *in-context learning* at its simplest; in a
@@ -24,7 +24,7 @@
 # - two scores for what a head does, previous-token and induction, against uniform attention;
 # - ablations: which heads the copying needs, which it can do without.
 #
-# Assumes: notebooks 07 (the causal mask, a decoder, the next-token loss) and 03 (training with
+# Assumes: notebooks 08 (the causal mask, a decoder, the next-token loss) and 03 (training with
 # Adam).
 
 # %% slideshow={"slide_type": "skip"}
@@ -38,7 +38,7 @@ from attnlab.core import interventions, measures
 from attnlab.core.generation import token_losses
 from attnlab.core.models import AttentionOnly, AttentionOnlyLayer
 from attnlab.core.recipes import INDUCTION
-from attnlab.exercises import ex09
+from attnlab.exercises import ex10
 from attnlab.lessons.induction import (
     LENGTH,
     N_TEST,
@@ -214,7 +214,7 @@ assert ratio <= 0.5, "done when: the two-layer loss on repeated tokens is at mos
 assert r1["repeated"] > 2.5 and min(r1["random"], r2["random"]) > math.log(VOCAB)
 
 # %%
-ex09.one_layer_loss(guess_one, results["1 layer"]["repeated"])
+ex10.one_layer_loss(guess_one, results["1 layer"]["repeated"])
 
 # %% [markdown]
 # One run is one draw of first weights and batches. Two more of each model, seeds 1 and 2:
@@ -449,7 +449,7 @@ def my_induction_score(weights, tokens):
     ### END SOLUTION
 
 
-induction_score = ex09.induction_score(my_induction_score)  # yours if right, attnlab's if not
+induction_score = ex10.induction_score(my_induction_score)  # yours if right, attnlab's if not
 
 # %% [markdown]
 # **Predict first.** In the two-layer model, which layer holds the induction heads: 1 or 2?
@@ -515,7 +515,7 @@ assert prev_one.max() < 2 * level[0][0] and ind_one.max() < 3 * level[1][0]
 assert prev_2.max() < 2 * level[0][0] and ind_1.max() < 3 * level[1][0]
 
 # %%
-ex09.induction_layer(guess_layer, max(best, key=best.get))
+ex10.induction_layer(guess_layer, max(best, key=best.get))
 
 # %% [markdown]
 # One head of layer 1 reads the previous token, at more than three times the uniform level;
@@ -666,7 +666,7 @@ short_loss = ...  # the loss on the repeated tokens of short_test, in nats
 short_model = train_induction(n_layers=2, repeat=(3, 6)).model
 short_loss = evaluate(short_model, short_test)["repeated"]
 ### END SOLUTION
-short_loss = ex09.shorter_repeat(short_loss)
+short_loss = ex10.shorter_repeat(short_loss)
 
 # %%
 short = train_induction(n_layers=2, repeat=(3, 6))

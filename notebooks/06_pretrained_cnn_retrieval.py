@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · A pre-trained CNN, and attention over what it sees
+# # 06 · A pre-trained CNN, and attention over what it sees
 #
 # MobileNetV2, a convolutional network (CNN) trained to classify ImageNet photographs, turns
 # each image into 1,280 numbers, an *embedding*. **Without training it**, we search with its
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 import attnlab
 from attnlab.core.measures import target_roles
-from attnlab.exercises import ex05
+from attnlab.exercises import ex06
 from attnlab.lessons import retrieval, sets
 from attnlab.lessons.retrieval import CLASS_NAMES
 from attnlab.plumbing.parallel import parallel_map
@@ -208,7 +208,7 @@ def my_soft_knn(queries, database, labels, tau):
     ### END SOLUTION
 
 
-soft_knn = ex05.soft_knn(my_soft_knn)
+soft_knn = ex06.soft_knn(my_soft_knn)
 
 # %% [markdown]
 # The two limits on the embeddings: τ = 10⁻⁶, and τ = 10, where all cosines divide down to
@@ -287,7 +287,7 @@ show_figure()
 # %% [markdown]
 # ## 5 · Attention over a set: the odd one out
 #
-# Without positions, attention sees a set (notebook 04); we use that on purpose, as the UvA
+# Without positions, attention sees a set (notebook 05); we use that on purpose, as the UvA
 # deep-learning course does with a ResNet. Which image of a **set** of 10, nine of one class and
 # one of another in random order, does not belong? Chance is 1 in 10. Training sets are drawn
 # from the training images, test sets from the test images.
@@ -390,7 +390,7 @@ assert accuracy["cnn"] - moved_acc["cnn"] < 0.1 and accuracy["pixels"] - moved_a
 # embedding model by less than 0.1, as in retrieval.
 #
 # **It treats its input as a set.** Without positional encoding, permuting a set's images must
-# permute its scores and change nothing else (notebook 04). On every test set:
+# permute its scores and change nothing else (notebook 05). On every test set:
 
 # %%
 x = torch.from_numpy(test_emb).double()[test_sets]               # (1000, 10, 1280)
@@ -430,7 +430,7 @@ accuracy["uniform"] = right["uniform"].double().mean().item()
 diff, se = paired(right["cnn"].numpy(), right["uniform"].numpy())
 print(f"seed 0: test accuracy {fmt(accuracy['cnn'], 3)} with its weights, "
       f"{fmt(accuracy['uniform'], 3)} with uniform weights (difference {fmt(diff, 3)} ± {fmt(se, 3)})")
-ex05.uniform_accuracy(guess, accuracy["uniform"])
+ex06.uniform_accuracy(guess, accuracy["uniform"])
 
 # %% [markdown]
 # The same test on all three models, and with **one head at a time** made uniform
@@ -517,7 +517,7 @@ def my_target_roles(weights, odd):
     ### END SOLUTION
 
 
-roles = ex05.target_roles(my_target_roles)
+roles = ex06.target_roles(my_target_roles)
 
 # %% [markdown]
 # `attnlab.core.measures.target_roles` adds the **hit rate**, how often the odd image is the one the
@@ -669,7 +669,7 @@ assert all(p5 < top1 < h5 for top1, p5, h5 in five.values())
 #
 # The model saw only sets of 10. Without positions it accepts a set of any size: `model(x)` runs
 # on features of shape (B, S, 1280) for any S (a learned position table could not even read a
-# longer input, 04). Build test sets of other sizes with
+# longer input, 05). Build test sets of other sizes with
 # `sets.odd_one_out(y_test, 1000, set_size=S, seed=3)`, measure the model's accuracy on them,
 # and find **the smallest set size, from 2 to 12, from which on the model finds the odd image in
 # at least 80 % of sets**.
@@ -694,7 +694,7 @@ for size in range(2, 13):
     found[size] = (sets.predict(model, test_emb, members) == odd).double().mean().item()
 my_size = min(s for s in found if all(found[t] >= 0.8 for t in found if t >= s))
 ### END SOLUTION
-my_size = ex05.smallest_set(my_size, model, test_emb, y_test)
+my_size = ex06.smallest_set(my_size, model, test_emb, y_test)
 
 # %% tags=["remove-cell"]
 assert my_size <= 5
