@@ -195,11 +195,17 @@ class OwnJudge:
     def before(self, cell, **_):
         """nbclient's hook before a cell runs: the inputs of this judge's cells."""
         entry = self.cells.get(id(cell))
-        if entry is not None:
+        if entry is None:
+            return
+        try:
             self.folder.mkdir(parents=True, exist_ok=True)  # a cell may have removed it
             Path(entry["outputs"]).unlink(missing_ok=True)
             self.prepared[id(cell)] = grading.prepare(entry["check"], self.seed,
                                                       Path(entry["inputs"]))
+        except Exception as e:  # noqa: BLE001 - the grader's own failure: this row, not the run
+            self.lines[id(cell)] = ("✗", checks()[entry["check"]].name,
+                                    f"the grader could not make this check's inputs "
+                                    f"({type(e).__name__}: {e})"[:200])
 
     def after(self, cell, **_):
         """nbclient's hook after a cell ran: the verdict on what this judge's cell wrote."""
@@ -207,6 +213,8 @@ class OwnJudge:
         if entry is not None and id(cell) in self.prepared:
             self.lines[id(cell)] = grading.returned(self.prepared.pop(id(cell)),
                                                     Path(entry["outputs"]))
+            for done in (entry["inputs"], entry["outputs"]):
+                Path(done).unlink(missing_ok=True)
 
 
 def with_grading_cells(nb, key: list[dict], nonce: str, seed: int, own: OwnJudge | None = None):

@@ -307,8 +307,9 @@ def returned(prepared: Prepared, outputs: Path) -> tuple[str, str, str]:
 
 
 def _done(record: dict, made: list[tuple]):
-    """The kernel's `record` as `Implement.judged` takes it, or the line it gives at once;
-    ValueError where it is not what `answer` writes, or claims a mark only a grader gives."""
+    """The kernel's `record` as `Implement.judged` takes it, or the (mark, message) it gives at
+    once (the grading cell failed, no answer); ValueError where it is not what `answer` writes,
+    or claims a mark only the grader gives."""
     if set(record) == {"error"}:
         return WRONG, f"the grading cell failed in your notebook ({record['error']})"[:200]
     if set(record) == {"missing"}:
