@@ -116,6 +116,17 @@ def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name
         assert lines[len(answers) - len(check.mistakes) - 1][0][0] == "✓"
 
 
+def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
+    """`make grade` decides every declared implement check in its own process; the implement
+    checks it leaves to the kernel are the hand-written ones, each named where the graders'
+    docs say so (a new one fails here until the docs name it too)."""
+    left = {name.split(".")[1] for name, check in exercises.checks().items()
+            if check.exercise.kind == "implement" and not grading.out_of_kernel(name)}
+    assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
+    assert left == {"multi_head_module", "uniform_scores", "decode_step"}
+    assert all(f"`{name}`" in grading.__doc__ for name in left)
+
+
 def test_what_the_kernel_hands_back_is_only_data_and_never_a_point(tmp_path):
     """The kernel's record is read with torch.load(weights_only=True): a pickle that would run
     code is refused, not run; a ✓ the kernel claims, a record of the wrong form or results it
