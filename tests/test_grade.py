@@ -173,3 +173,43 @@ def test_make_grade_writes_the_report_beside_the_grades(tmp_path, monkeypatch, c
     assert "| attention | 1 | 1 | 0 | 0 | your scores are not divided by √d_k (1) |" in table
     assert (tmp_path / "out" / "g-by-check.png").exists()
     assert "g-by-check.md" in capsys.readouterr().out
+
+
+# Issue 49, item 1: an answer cell that rewrites what judges in the kernel. A wrong function
+# (zeros) is handed in after the cell has made every judge and comparison there agree: the
+# in-kernel judge itself, the engine's comparisons and torch's. The kernel-side half of `make
+# grade` is then replaced too, to write a record that claims ✓, or results it never computed.
+FORGES_THE_JUDGE = """import torch
+import attnlab.exercises as engine
+from attnlab.exercises import ex01, grading
+grading.judge = lambda name, *args, **kwargs: ("✓", "attention", "right.")
+engine.Implement.problem = lambda self, *args: None
+engine.result_problem = engine.tensor_problem = lambda *args, **kwargs: None
+engine.same = lambda *args, **kwargs: True
+torch.allclose = torch.equal = lambda *args, **kwargs: True
+def my_attention(q, k, v):
+    return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+attention = ex01.attention(my_attention)"""
+FORGES_THE_RECORD = FORGES_THE_JUDGE + """
+def _forged(name, answer, inputs, outputs):
+    torch.save({"verdict": ["✓", "right"]}, outputs)
+grading.answer = _forged"""
+
+
+def test_make_grade_judges_implement_checks_where_no_answer_cell_reaches(tmp_path):
+    subs = tmp_path / "submissions"
+    _submit(subs, "honest", RIGHT)
+    _submit(subs, "judge", FORGES_THE_JUDGE)
+    _submit(subs, "record", FORGES_THE_RECORD)
+    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=120, jobs=2)
+    attention = {student: (r["mark"], r["message"])  # the verdict that stands, as graded
+                 for (student, _, exercise), r in grade.standing(rows).items()
+                 if exercise == "attention"}
+    assert attention["honest"] == ("✓", "matches attnlab's version on 3 random inputs.")
+    assert attention["judge"][0] == "✗"
+    assert "differs from the reference" in attention["judge"][1]  # judged in the grader
+    assert attention["record"] == ("✗", "the grader could not read what your notebook handed "
+                                        "back (ValueError)")
+    # the forged judge answers ✓ "attention" for the checks judged in the kernel too: no row
+    # of theirs takes the name of a check that the grader's process decides
+    assert [r["exercise"] for r in rows].count("attention") == 3

@@ -5,10 +5,13 @@ import csv
 import functools
 import inspect
 import math
+import types
 
 import nbformat
+import numpy as np
 import pytest
 import torch
+from exercise_doubles import forgot_return, loops_forever, placeholder, raises
 from test_course import FIRST, nbgrader
 
 import attnlab
@@ -70,6 +73,92 @@ def test_attnlabs_own_module_earns_nothing_for_the_module_check():
                                      seed=11)
     assert mark == "✗" and "attnlab's own version was called" in message, message
     assert attnlab.MultiHeadAttention(16, 4)(torch.ones(1, 2, 16))[0].shape == (1, 2, 16)
+
+# --- `make grade`'s own process: the kernel only calls the student's function ------------------
+
+def _through_a_kernel(name, answer, seed, folder):
+    """What `make grade` does for an implement check, its two halves in this one process: the
+    inputs and references made here (`prepare`), the function called on the inputs read back
+    as data (`answer`, in the kernel), and the results judged here (`returned`)."""
+    prepared = grading.prepare(name, seed, folder / "inputs.pt")
+    grading.answer(name, lambda: answer, str(folder / "inputs.pt"), str(folder / "outputs.pt"))
+    return grading.returned(prepared, folder / "outputs.pt")
+
+
+def _copied(function):
+    """attnlab's function as a new function object: the same code, not the one that refuses
+    (what an honest answer computes; also the route around the refusal the docs own up to)."""
+    function = inspect.unwrap(function)
+    copied = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                                function.__defaults__, function.__closure__)
+    copied.__kwdefaults__ = function.__kwdefaults__
+    return copied
+
+
+@pytest.mark.parametrize("name", IMPLEMENTS)
+def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name, tmp_path):
+    """For every declared implement check, judging in the grader's process (the kernel only
+    calls the function) gives the very line the in-kernel judge gives: ✓ for a right function,
+    ✗ with its named mistake for each declared mistake, ✗ for attnlab's own function (the
+    refusal holds in the kernel's half), ○ and ✗ for the hostile answers."""
+    check = exercises.checks()[name]
+    answers = [None, placeholder, forgot_return, "my_function", raises, loops_forever,
+               lambda *args: "attention", lambda *args: np.zeros(3), lambda *args: {"a": 1},
+               check.reference, *check.refuse, _copied(check.reference)]
+    answers += [m.wrong if isinstance(m, exercises.Like) else m.example or placeholder
+                for m in check.mistakes]
+    lines = [(_through_a_kernel(name, answer, 11, tmp_path), grading.judge(name, lambda a=answer:
+                                                                            a, seed=11))
+             for answer in answers]
+    for (own, kernel), answer in zip(lines, answers):
+        assert own == kernel, answer
+    if not check.refuse:  # a copy of the reference computes it (where it calls none refused)
+        assert lines[len(answers) - len(check.mistakes) - 1][0][0] == "✓"
+
+
+def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
+    """`make grade` decides every declared implement check in its own process; the implement
+    checks it leaves to the kernel are the hand-written ones, each named where the graders'
+    docs say so (a new one fails here until the docs name it too)."""
+    left = {name.split(".")[1] for name, check in exercises.checks().items()
+            if check.exercise.kind == "implement" and not grading.out_of_kernel(name)}
+    assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
+    assert left == {"multi_head_module", "uniform_scores", "decode_step"}
+    assert all(f"`{name}`" in grading.__doc__ for name in left)
+
+
+def test_what_the_kernel_hands_back_is_only_data_and_never_a_point(tmp_path):
+    """The kernel's record is read with torch.load(weights_only=True): a pickle that would run
+    code is refused, not run; a ✓ the kernel claims, a record of the wrong form or results it
+    made up are ✗. The kernel can lose its point, never give one."""
+    prepared = grading.prepare("ex01.attention", 3, tmp_path / "inputs.pt")
+    ran = tmp_path / "ran"
+
+    class Runs:
+        def __reduce__(self):
+            return (ran.touch, ())
+
+    zeros = [[("tuple", [("tensor", torch.zeros(e[0].shape)), ("tensor", torch.zeros(e[1].shape))]),
+              [("tensor", a) for a in args], None, []]
+             for args, e in zip(prepared.made, prepared.expected)]
+    for record, words in [
+            ({"calls": Runs()}, "could not read what your notebook handed back (UnpicklingError)"),
+            ({"verdict": ["✓", "right"]}, "could not read what your notebook handed back"),
+            ({"verdict": ["✎", "guess"]}, "could not read what your notebook handed back"),
+            ({"calls": [[("other", "x")] * 4]}, "could not read what your notebook handed back"),
+            ({"calls": zeros}, "the first result differs from the reference"),
+            ({"calls": zeros[:1]}, "the first result differs from the reference")]:
+        torch.save(record, tmp_path / "outputs.pt")
+        mark, shown, message = grading.returned(prepared, tmp_path / "outputs.pt")
+        assert (mark, shown) == ("✗", "attention") and words in message, (record, message)
+    assert not ran.exists()
+    right = [[("tuple", [("tensor", e[0]), ("tensor", e[1])]), [("tensor", a) for a in args],
+              None, []] for args, e in zip(prepared.made, prepared.expected)]
+    torch.save({"calls": right[:2]}, tmp_path / "outputs.pt")  # fewer results than inputs
+    assert grading.returned(prepared, tmp_path / "outputs.pt")[0] == "✗"
+    assert grading.returned(prepared, tmp_path / "nothing.pt") == \
+        ("✗", "attention", "your notebook handed back nothing for this check")
+
 
 def test_printed_lines_and_kernel_state_earn_nothing(capsys):
     print("✓ attention: right.")

@@ -7,10 +7,20 @@ locked test cells follow too (`attnlab.exercises.grading`): the answer key (`ans
 from the full edition: which cell calls which check on which variable) says where each check
 is; after that cell, the grader runs a cell of its own, written at grading time and absent from
 the submission, that judges the variable the check was given afresh: on inputs drawn from a
-seed drawn now, with attnlab's reference refusing to stand in for the student's function. Its
-verdict comes back as display data tagged with a nonce of this run; printed lines and the
-kernel's record of past checks earn nothing. So a blank notebook earns nothing, a notebook that
-prints ✓ lines earns nothing, and no grade depends on a stored output a student could edit.
+seed drawn now, with attnlab's reference refusing to stand in for the student's function.
+Printed lines and the kernel's record of past checks earn nothing. So a blank notebook earns
+nothing, a notebook that prints ✓ lines earns nothing, and no grade depends on a stored output
+a student could edit.
+
+This is the grader to trust, more than nbgrader's locked test cells, which nbgrader runs in the
+student's kernel. Every declared implement check (an `Implement`) is judged in this process,
+which no answer cell can reach or overwrite (`OwnJudge`): the seed, the inputs, the reference
+and the comparison are all here; the kernel gets the inputs as data, only calls the student's
+function on them, and hands the results back as data. The other checks (explore and predict
+checks, and the few hand-written implement checks: see `grading.out_of_kernel`) are judged in
+the kernel by `grading.judge`, from a seed of their own, their verdicts coming back as display
+data tagged with a nonce of this run; each of those grading cells gives one verdict, on its own
+check, and none that takes the name of a check this process decides.
 
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
@@ -22,8 +32,10 @@ not run, in the order of the submissions; a summary per student; and, for the in
 check how many students stand at ✓, ✗, ○ and ✎ and the named mistakes most often hit (the ✗
 messages), as a Markdown table and a picture beside the CSV (`grades-by-check.md`, `.png`).
 Each exercise counts once per submission, by its verdict. What is left to a determined student:
-the judge runs in the submission's kernel, so code that rewrites attnlab or torch there (or
-reads the seed off the grading call's stack) can still forge a verdict; see `grading`.
+for the checks judged in the kernel, code that rewrites attnlab or torch there (or reads their
+seed off the grading call's stack) can still forge a verdict; for the implement checks judged
+here, only results that are right on inputs it has not seen earn the point (`grading` says
+which route around the refusal of attnlab's own function remains).
 
     python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]
@@ -50,7 +62,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from ..exercises import checks
+from ..exercises import checks, grading
 from ..exercises.grading import MIME
 from . import series
 from .runner import KERNEL_ARGUMENTS
@@ -139,19 +151,91 @@ def key_for(nb, name: str, folder: Path | None = None) -> list[dict]:
 GRADING_CELL = """from attnlab.exercises import grading as _attnlab_grading
 _attnlab_grading.report({nonce!r}, {check!r}, lambda: ({answer}), lambda: ({args}{comma}),
                         seed={seed})"""
+ANSWER_CELL = """from attnlab.exercises import grading as _attnlab_grading
+_attnlab_grading.answer({check!r}, lambda: ({answer}), {inputs!r}, {outputs!r})"""
 
 
-def with_grading_cells(nb, key: list[dict], nonce: str, seed: int):
+class OwnJudge:
+    """The grader's side of one submission's run: the verdict on every declared implement
+    check (`grading.out_of_kernel`), decided in this process, never in the kernel.
+
+    Its grading cell (`ANSWER_CELL`) only calls the student's function in the kernel. Right
+    before that cell runs, `before` draws the inputs from this judge's seed (which, unlike the
+    seed of the cells judged in the kernel, never leaves this process), computes the
+    references and writes the inputs, as data, to a file in the submission's folder; right
+    after, `after` reads what the kernel wrote back, as data, and judges it here
+    (`grading.prepare`, `grading.returned`). Written and read around its own cell, the files
+    outlive no cell of the student's. The cells it judges are known by identity, not by
+    anything in the notebook, which the student wrote.
+
+    It also keeps the kernel's verdicts in their place (`verdicts`): the grading cells judged
+    in the kernel are known by identity too (`kernel_cells`), each gives one verdict, on its
+    own check, and none under the name of a check this judge decides (`names`)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.seed = secrets.randbits(31)
+        self.cells: dict[int, dict] = {}  # id(cell) -> {"check", "inputs", "outputs"}
+        self.lines: dict[int, tuple[str, str, str]] = {}  # id(cell) -> its verdict
+        self.prepared: dict[int, grading.Prepared] = {}
+        self.names: set[str] = set()  # the names the checks decided here show
+        self.kernel_cells: dict[int, str] = {}  # id(cell) -> the check it judges in the kernel
+
+    def cell(self, entry: dict):
+        """The grading cell of the answer key's `entry`, whose check this judge decides."""
+        token = secrets.token_hex(8)
+        files = {"inputs": str(self.folder / f"attnlab-grade-{token}-in.pt"),
+                 "outputs": str(self.folder / f"attnlab-grade-{token}-out.pt")}
+        cell = nbformat.v4.new_code_cell(ANSWER_CELL.format(check=entry["check"],
+                                                            answer=entry["answer"], **files))
+        self.cells[id(cell)] = {"check": entry["check"], **files}
+        self.names.add(checks()[entry["check"]].name)
+        return cell
+
+    def before(self, cell, **_):
+        """nbclient's hook before a cell runs: the inputs of this judge's cells."""
+        entry = self.cells.get(id(cell))
+        if entry is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)  # a cell may have removed it
+            Path(entry["outputs"]).unlink(missing_ok=True)
+            self.prepared[id(cell)] = grading.prepare(entry["check"], self.seed,
+                                                      Path(entry["inputs"]))
+        except Exception as e:  # noqa: BLE001 - the grader's own failure: this row, not the run
+            self.lines[id(cell)] = ("✗", checks()[entry["check"]].name,
+                                    f"the grader could not make this check's inputs "
+                                    f"({type(e).__name__}: {e})"[:200])
+
+    def after(self, cell, **_):
+        """nbclient's hook after a cell ran: the verdict on what this judge's cell wrote."""
+        entry = self.cells.get(id(cell))
+        if entry is not None and id(cell) in self.prepared:
+            self.lines[id(cell)] = grading.returned(self.prepared.pop(id(cell)),
+                                                    Path(entry["outputs"]))
+            for done in (entry["inputs"], entry["outputs"]):
+                Path(done).unlink(missing_ok=True)
+
+
+def with_grading_cells(nb, key: list[dict], nonce: str, seed: int, own: OwnJudge | None = None):
     """`nb` with, after each cell of the answer key, one grading cell per check it calls (at the
-    end where the submission lost that cell): the grader's own cells, written now."""
+    end where the submission lost that cell): the grader's own cells, written now. With `own`,
+    the declared implement checks get `own`'s cells; the others (all of them without `own`)
+    are judged in the kernel, from `seed`."""
     cells, placed = [], set()
 
     def grading_cells(cell_id):
         for entry in key:
             if entry["cell"] == cell_id:
                 placed.add(id(entry))
-                yield nbformat.v4.new_code_cell(GRADING_CELL.format(
+                if own is not None and grading.out_of_kernel(entry["check"]):
+                    yield own.cell(entry)
+                    continue
+                cell = nbformat.v4.new_code_cell(GRADING_CELL.format(
                     nonce=nonce, seed=seed, comma="," if entry["args"] else "", **entry))
+                if own is not None:
+                    own.kernel_cells[id(cell)] = entry["check"]
+                yield cell
     for cell in nb.cells:
         cells.append(cell)
         cells += list(grading_cells(cell.get("id")))
@@ -162,16 +246,28 @@ def with_grading_cells(nb, key: list[dict], nonce: str, seed: int):
     return nb
 
 
-def verdicts(nb, nonce: str) -> list[tuple[str, str, str]]:
+def verdicts(nb, nonce: str, own: OwnJudge | None = None) -> list[tuple[str, str, str]]:
     """(mark, exercise, message) of every grading cell of an executed notebook, in order: only
-    the display data tagged with this run's `nonce` counts."""
+    the display data tagged with this run's `nonce` counts. With `own`: the verdicts `own`
+    decided, and of the others only each kernel-judged grading cell's first, on its own check
+    and not under a name of `own`'s (a cell that forges display data can claim no other)."""
     found = []
     for cell in nb.cells:
+        if own is not None and id(cell) in own.lines:
+            found.append(own.lines[id(cell)])
+            continue
+        if own is not None and id(cell) not in own.kernel_cells:
+            continue
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             data = output.get("data", {}).get(MIME)
             if isinstance(data, dict) and data.get("nonce") == nonce \
                     and data.get("mark") in MARKS:
+                if own is not None and (data.get("check") != own.kernel_cells[id(cell)]
+                                        or str(data["name"]) in own.names):
+                    continue
                 found.append((data["mark"], str(data["name"]), str(data["message"])))
+                if own is not None:
+                    break
     return found
 
 
@@ -187,12 +283,14 @@ def run_one(path: Path, timeout: int) -> dict:
         return {"status": f"not a notebook: {type(e).__name__}: {e}"[:200], "checks": []}
     nb.metadata["kernelspec"] = KERNELSPEC  # whatever kernel it names, ours runs it
     nonce = secrets.token_hex(16)
-    nb = with_grading_cells(nb, key_for(nb, path.name), nonce, secrets.randbits(31))
     with tempfile.TemporaryDirectory(prefix="attnlab-grade-", ignore_cleanup_errors=True) as folder:
         shutil.copy(path, Path(folder) / path.name)
+        own = OwnJudge(Path(folder))
+        nb = with_grading_cells(nb, key_for(nb, path.name), nonce, secrets.randbits(31), own)
         client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
                                 iopub_timeout=IOPUB_TIMEOUT_S,
                                 extra_arguments=KERNEL_ARGUMENTS,
+                                on_cell_execute=own.before, on_cell_executed=own.after,
                                 resources={"metadata": {"path": folder}})
         try:
             client.execute()
@@ -202,7 +300,7 @@ def run_one(path: Path, timeout: int) -> dict:
     errors = sum(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
     if status == "ok" and errors:
         status = f"ok, {errors} cell{'s' if errors != 1 else ''} raised"
-    return {"status": status, "checks": verdicts(nb, nonce)}
+    return {"status": status, "checks": verdicts(nb, nonce, own)}
 
 
 def limit_memory(gigabytes: float) -> str | None:

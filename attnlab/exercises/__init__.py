@@ -23,7 +23,9 @@ A check's line is feedback, not a grade. Graders (`make grade`, nbgrader's locke
 call the check again through `attnlab.exercises.grading.judge`, in grading mode (`_grading`):
 the line goes to the grader instead of the screen, an implement check draws its inputs from the
 grader's secret seed, and its reference (and `refuse`) refuse to run inside the student's
-function.
+function. `make grade` splits a declared implement check in two (`Implement.calls` in the
+student's kernel, `Implement.judged` in the grader's own process), so that the comparison runs
+where no answer cell reaches; `attnlab.exercises.grading` says which checks stay in the kernel.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ TIME_LIMIT_S = 2.0  # a student's call that takes longer is stopped; read at cal
 CHECK_WORK_S = 5.0  # on top of the student's calls: the check's own work (the reference, the
 #                     classic mistakes it recognises), which a loaded machine slows
 _ANSWER = object()  # Verdict.value's default: the check returns the answer it was given
+_IN_KERNEL = object()  # the answer `make grade` judges in its own process: it stays in the kernel
 _wrong_so_far: dict[str, int] = {}  # ✗ lines given per check name, for two-step hints
 _predictions: dict[str, _Shown] = {}  # per predict check: its measurement shown yet, and when
 _last_mark: dict[str, str] = {}  # per check name: the mark of its last line in this kernel
@@ -451,44 +454,129 @@ class Implement:
 
     def __call__(self, fn, *args):
         grading = _grading is not None
-        made = self.inputs(*args, **({"seed": _grading.seed} if grading and "seed" in
-                                     inspect.signature(self.inputs).parameters else {}))
-        with torch.no_grad() if self.no_grad else contextlib.nullcontext():
-            expected_all = [self.reference(*a) for a in made] if grading else None
-            n = len(made)
-            per_call = TIME_LIMIT_S if self.seconds is None else self.seconds
-            return check_answer(
-                fn, lambda fn: self._judge(fn, made, expected_all), name=self.name,
-                reference=self.reference, hint=self.hint,
-                success=self.success or f"matches attnlab's version on {n} random "
-                                        f"input{'' if n == 1 else 's'}",
-                todo="not attempted yet; write your function above and run the cell again.",
-                seconds=per_call * n + CHECK_WORK_S)
+        made = self.made(*args, seed=_grading.seed if grading else None)
+        with self._grad():
+            expected_all = self.expected(made) if grading else None
+            return self._checked(fn, lambda fn: self._judge(fn, made, expected_all), len(made))
+
+    def made(self, *args, seed: int | None = None) -> Sequence[tuple]:
+        """The argument tuples the student's function is called on: `inputs(*args)`, drawn
+        from `seed` where `inputs` takes one and a seed is given."""
+        takes = seed is not None and "seed" in inspect.signature(self.inputs).parameters
+        return self.inputs(*args, **({"seed": seed} if takes else {}))
+
+    def expected(self, made: Sequence[tuple]) -> list:
+        """The reference's result on each of `made` (what a grader compares with)."""
+        with self._grad():
+            return [self.reference(*a) for a in made]
+
+    def seconds_for(self, n: int) -> float:
+        """The time limit of judging an answer on `n` inputs: each call's, plus the check's
+        own work."""
+        return (TIME_LIMIT_S if self.seconds is None else self.seconds) * n + CHECK_WORK_S
+
+    def _grad(self):
+        return torch.no_grad() if self.no_grad else contextlib.nullcontext()
+
+    def _checked(self, fn, judge: Callable, n: int):
+        """`check_answer` with this check's words: the flow all three ways of judging share
+        (the feedback in the notebook, a grader in the kernel, `make grade`'s own process)."""
+        return check_answer(
+            fn, judge, name=self.name, reference=self.reference, hint=self.hint,
+            success=self.success or f"matches attnlab's version on {n} random "
+                                    f"input{'' if n == 1 else 's'}",
+            todo="not attempted yet; write your function above and run the cell again.",
+            seconds=self.seconds_for(n))
 
     def _judge(self, fn, made: Sequence[tuple], expected_all) -> str | Verdict | None:
         if not callable(fn):
             return f"expected a function, got {_kind(fn)}"
-        refused = (self.reference, *self.refuse) if expected_all is not None else ()
         for i, args in enumerate(made):
-            with contextlib.ExitStack() as stack:
-                for reference in refused:
-                    stack.enter_context(refusing(reference))
-                copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-                got, problem = call_safely(fn, *copies, seconds=self.seconds)
-            if problem is None and got is None and i == 0:
-                return none_returned(fn)
-            if problem is None and any(isinstance(a, torch.Tensor) and not torch.equal(a, c)
-                                       for a, c in zip(args, copies)):
-                problem = self.changed
-            if problem is None:
-                expected = expected_all[i] if expected_all is not None else self.reference(*args)
-                problem = self.problem(got, expected, args)
-            if problem is not None:
-                given = ", ".join(f"a {tuple(a.shape)} tensor" if isinstance(a, torch.Tensor)
-                                  else repr(a) if isinstance(a, (numbers.Number, str))
-                                  else f"a {type(a).__name__}" for a in args)
-                return f"given {given}: {problem}"
+            called = self._call(fn, i, args, refuse=expected_all is not None)
+            verdict = self._verdict(args, *called, None if expected_all is None
+                                    else expected_all[i])
+            if verdict is not None:
+                return verdict
         return None
+
+    def _call(self, fn, i: int, args: tuple, *, refuse: bool):
+        """(result, the copies of `args` it was given, problem or None) of the student's call
+        on the `i`-th inputs, with the reference and `refuse` refusing where `refuse` is true.
+        The problem is the call's own (it raised, ran out of time) or, for a first call that
+        returned None, `none_returned`'s Verdict, which only the student's source can tell."""
+        with contextlib.ExitStack() as stack:
+            for reference in (self.reference, *self.refuse) if refuse else ():
+                stack.enter_context(refusing(reference))
+            copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+            got, problem = call_safely(fn, *copies, seconds=self.seconds)
+        if problem is None and got is None and i == 0:
+            problem = none_returned(fn)
+        return got, copies, problem
+
+    def _verdict(self, args: tuple, got, copies: tuple, problem,
+                 expected=None) -> str | Verdict | None:
+        """None when `got` is right for `args`, else what is wrong (`expected`: the
+        reference's result, computed here when None)."""
+        if isinstance(problem, Verdict):
+            return problem
+        if problem is None and any(isinstance(a, torch.Tensor) and not torch.equal(a, c)
+                                   for a, c in zip(args, copies)):
+            problem = self.changed
+        if problem is None:
+            problem = self.problem(got, self.reference(*args) if expected is None else expected,
+                                   args)
+        if problem is None:
+            return None
+        given = ", ".join(f"a {tuple(a.shape)} tensor" if isinstance(a, torch.Tensor)
+                          else repr(a) if isinstance(a, (numbers.Number, str))
+                          else f"a {type(a).__name__}" for a in args)
+        return f"given {given}: {problem}"
+
+    def calls(self, fn, made: Sequence[tuple]) -> str | Verdict | list[tuple]:
+        """The kernel's half of `make grade`'s judgement (`grading.answer`): the student's
+        function called on each of `made` as the check calls it (on copies, with its time
+        limit, the reference and `refuse` refusing), up to the first call that gives a problem:
+        [(result, copies, problem or None, `recorded(args)` after the call), ...]. Or the
+        verdict that only the kernel can give and that earns nothing: not a function, a
+        function that returns None. Judging the results is `judged`'s, in the grader's
+        process."""
+        if not callable(fn):
+            return f"expected a function, got {_kind(fn)}"
+        done = []
+        with self._grad():
+            for i, args in enumerate(made):
+                got, copies, problem = self._call(fn, i, args, refuse=True)
+                if isinstance(problem, Verdict):
+                    return problem
+                done.append((got, copies, problem, recorded(args)))
+                if problem is not None:
+                    break
+        return done
+
+    def judged(self, done: str | Verdict | list[tuple], made: Sequence[tuple],
+               expected_all: list):
+        """The grader's half (`grading.returned`): the check's line on what `calls` handed
+        back from the kernel (`...`: the answer was still the placeholder). Each result's
+        module records are set on the modules here, then it is compared with `expected_all`,
+        the reference's results computed here on the inputs `made` here. Runs in grading
+        mode, so the line goes to the grader. A verdict from the kernel can only be ✗ or ○
+        (its caller sees to it), so the kernel can lose a point but never give one."""
+        def judge(_):
+            if not isinstance(done, list):
+                return done
+            for args, (got, copies, problem, record), expected in zip(made, done, expected_all):
+                for (j, attr), value in record.items():  # what the kernel's modules recorded
+                    if isinstance(args[j], torch.nn.Module) and \
+                            isinstance(getattr(args[j], attr, None), list):
+                        getattr(args[j], attr)[:] = value
+                verdict = self._verdict(args, got, copies, problem, expected)
+                if verdict is not None:
+                    return verdict
+            if len(done) < len(made):
+                return "your notebook handed back fewer results than the check asked for"
+            return None
+        return self._checked(... if done is ... else _IN_KERNEL, judge, len(made))
+
 
     def problem(self, got, expected, args: tuple) -> str | None:
         """What is wrong with `got` as the result for `args`: None, a named mistake, or the
@@ -510,6 +598,15 @@ class Implement:
         if self.view is not None:
             got, made = self.view(got, *args), self.view(made, *args)
         return same(got, made, self.atol, self.rtol)
+
+
+def recorded(args: tuple) -> dict[tuple[int, str], list]:
+    """What the modules among `args` recorded while the student's function ran: their list
+    attributes (a watching hook's record, such as ex10's `block.called`), by (position, name).
+    `make grade` ships them from the kernel with the result, since a check may read them."""
+    return {(j, attr): list(value) for j, a in enumerate(args) if isinstance(a, torch.nn.Module)
+            for attr, value in vars(a).items() if isinstance(value, list)
+            and not attr.startswith("_")}
 
 
 def alike(got, expected) -> bool:
@@ -743,10 +840,21 @@ def _ordinal(i: int) -> str:
     return words[i] if i < len(words) else f"{i + 1}th"
 
 
+@dataclass(frozen=True, eq=False)
+class Opaque:
+    """A value a student's function returned in the kernel that `make grade` cannot take back
+    as data (not a tensor, array, number, string, None, or a tuple or list of them): only
+    its description (`_kind`, written in the kernel) comes back, and the ✗ line names it as
+    it would have named the value itself. It equals nothing."""
+    kind: str
+
+
 def _kind(x) -> str:
     """A short description of what a student passed, for a ✗ line."""
     if x is None:
         return "None"
+    if isinstance(x, Opaque):
+        return x.kind
     if isinstance(x, torch.Tensor):
         return f"a tensor of shape {tuple(x.shape)}"
     if isinstance(x, np.ndarray):

@@ -2,12 +2,10 @@
 
 A check's printed line is feedback for the student, and a kernel's state is the student's to
 change: neither can be a grade (a cell can print `✓ attention: right.`, or write the dict the
-old `require` read). So a grader asks again, itself, after the check cell ran:
-`judge(name, answer, args)` calls the check `name` ("ex01.attention") on the answer the
-student's variable holds, in grading mode (`attnlab.exercises._grading`):
+old `require` read). So a grader asks again, itself, after the check cell ran, in grading mode
+(`attnlab.exercises._grading`): nothing is printed and no kernel state is written or read as a
+verdict; the check's line comes back as (mark, check name, message).
 
-- nothing is printed and no kernel state is written or read as a verdict: the check's line
-  comes back as (mark, check name, message);
 - an *implement* check draws its inputs from the grader's secret seed (`Implement`'s
   `inputs(seed=...)`), so the student's function must compute numbers it has not seen; its other
   arguments are the ones the check registered (`@exercise(args=...)`), not the kernel's;
@@ -17,22 +15,58 @@ student's variable holds, in grading mode (`attnlab.exercises._grading`):
 - a *prediction* earns its point when a readable guess is there at the check's cell and was not
   written after the check had shown the measurement.
 
-`report` (what `make grade` appends after each check cell, with a nonce only the grader knows)
-publishes the verdict as display data the grader reads; `require` (nbgrader's locked test
-cells) raises unless it is ✓ or ✎.
+Where the judging runs is what makes a grader trustworthy. `make grade`
+(`attnlab.classroom.grade`) is the grader to trust: for every declared implement check (an
+`Implement`) it judges in its own process, which no cell of the notebook can reach. There it
+draws the seed, makes the inputs and computes the references (`prepare`); the kernel gets the
+inputs as data (tensors and numbers, a module as its weights, read with
+`torch.load(weights_only=True)`) and only calls the student's function on them, under the same
+time limits and refusals (`answer`, `Implement.calls`); what it hands back is read as data only
+(tensors, arrays, numbers, strings, tuples and lists of them; anything else comes back as its
+description, `Opaque`) and compared, and the named mistake found, in the grader's process
+(`returned`, `Implement.judged`). What the kernel says itself can only be ✗ or ○. So rewriting
+attnlab, torch or this module in the kernel, printing, or writing kernel state earns nothing
+there: only results that are right on inputs the kernel had not seen do. What the kernel still
+holds is where those results come from: the refusal runs in the kernel, so attnlab code it does
+not cover (a copy of a refused function's code, a helper the reference calls) is the route left.
 
-What it does not stop: the judge runs inside the student's kernel, so a student who rewrites
-attnlab's checks, torch or this module in that kernel, or who reads the seed from the stack of
-the call that grades them, can still forge a grade. The bar is that printing a check's line,
-writing kernel state, or handing in attnlab's own function scores nothing.
+The other checks are judged in the kernel by `judge`, which `report` publishes as display data
+tagged with the grader's nonce (`out_of_kernel` tells them apart): the few hand-written implement
+checks (`@exercise("implement")`: `multi_head_module`, which builds the student's class and
+loads weights into it, `uniform_scores`, which runs the student's function inside a model, and
+`decode_step`, which calls it step after step on a cache it keeps), whose answers do not fit the
+one call on data that the split needs, and every explore and predict check, whose answers are
+the kernel's own values (a guess, a measurement, a list the notebook made). For those, and for
+nbgrader's locked test cells (`require`, which nbgrader runs in the student's kernel by its
+design), a student who rewrites attnlab, torch or this module in the kernel, or reads the seed
+off the grading call's stack, can still forge a verdict; the bar there is that printing a
+check's line, writing kernel state, or handing in attnlab's own function scores nothing.
 """
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
 
 from .. import exercises as _engine  # `_engine._grading`: where a judged check's line goes
-from . import PREDICTED, RIGHT, TODO, WRONG, checks, untouched
+from . import (
+    PREDICTED,
+    RIGHT,
+    TODO,
+    WRONG,
+    Implement,
+    Opaque,
+    Verdict,
+    _kind,
+    call_safely,
+    checks,
+    untouched,
+)
 
 MIME = "application/x-attnlab-grade+json"  # the display data `report` publishes
 GRADED = (RIGHT, PREDICTED)  # the marks that earn the point
@@ -68,12 +102,16 @@ def judge(name: str, answer, args=lambda: (), *,
     try:
         answer = answer()
     except Exception as error:  # noqa: BLE001 - the student's answer is missing or broken
-        return TODO, _shown(check, name, seed), \
-            f"no answer to grade ({type(error).__name__}: {error})"[:200]
+        return TODO, _shown(check, name, seed), _no_answer(error)
     if untouched(answer):  # the placeholder: not attempted, whatever else is missing
         return _called(check, name, seed, ..., check.exercise.args)
     return _called(check, name, seed, answer,
                    check.exercise.args if check.exercise.kind == "implement" else args)
+
+
+def _no_answer(error: BaseException | str) -> str:
+    described = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return f"no answer to grade ({described})"[:200]
 
 
 def _called(check, name: str, seed: int, answer, args) -> tuple[str, str, str]:
@@ -83,17 +121,23 @@ def _called(check, name: str, seed: int, answer, args) -> tuple[str, str, str]:
     except Exception as error:  # noqa: BLE001 - the notebook's measurement is missing
         return WRONG, _shown(check, name, seed), \
             f"the values this check needs are missing ({type(error).__name__})"
+    return _graded(name, seed, lambda: check(answer, *args))
+
+
+def _graded(name: str, seed: int, run: Callable[[], object]) -> tuple[str, str, str]:
+    """The first line `run()` gives in grading mode: the check's own line (any check the
+    student's code ran comes later)."""
     state = _Grading(seed)
     outer, _engine._grading = _engine._grading, state
     try:
-        check(answer, *args)
+        run()
     except Exception as error:  # noqa: BLE001 - a check never raises; if it does, no point
         state.lines.append((WRONG, name, f"the check failed ({type(error).__name__})"))
     finally:
         _engine._grading = outer
     if not state.lines:
         return WRONG, name, "the check gave no verdict"
-    return state.lines[0]  # the check's own line; any check the student's code ran comes later
+    return state.lines[0]
 
 
 def _shown(check, name: str, seed: int) -> str:
@@ -102,7 +146,9 @@ def _shown(check, name: str, seed: int) -> str:
 
 
 def require(name: str, answer, args=lambda: ()) -> None:
-    """nbgrader's locked test cell: raise AssertionError unless `judge` gives ✓ (or ✎)."""
+    """nbgrader's locked test cell: raise AssertionError unless `judge` gives ✓ (or ✎). It runs
+    in the student's kernel (nbgrader's design), so it is as strong as the in-kernel judge;
+    `make grade` is the grader to trust."""
     mark, shown, message = judge(name, answer, args)
     if mark not in GRADED:
         raise AssertionError(f"{mark} {shown}: {message}")
@@ -116,3 +162,174 @@ def report(nonce: str, name: str, answer, args=lambda: (), *, seed: int | None =
     mark, shown, message = judge(name, answer, args, seed=seed)
     publish_display_data({MIME: {"nonce": nonce, "check": name, "mark": mark, "name": shown,
                                  "message": message}})
+
+
+# --- `make grade`: an implement check judged in the grader's own process -------------------------
+
+def out_of_kernel(name: str) -> bool:
+    """Whether `make grade` judges the check `name` in its own process (`prepare`, `answer`,
+    `returned`): every declared implement check. The others are judged in the kernel."""
+    return isinstance(checks().get(name), Implement)
+
+
+@dataclass
+class Prepared:
+    """What the grader's process keeps of one implement check while the kernel runs: the
+    inputs it made and the reference's results on them."""
+    name: str
+    made: list[tuple]
+    expected: list
+
+
+def prepare(name: str, seed: int, inputs: Path) -> Prepared:
+    """In the grader's process, before the notebook runs: the inputs of the implement check
+    `name` drawn from `seed` (which never leaves this process), the reference's results on
+    them, and the inputs written to the file `inputs` as data for the kernel: tensors and plain
+    values as they are, a module as its weights (`state_dict`)."""
+    check = checks()[name]
+    made = list(check.made(*check.exercise.args(), seed=seed))
+    expected = check.expected(made)
+    torch.save([[_shipped(a) for a in args] for args in made], inputs)
+    return Prepared(name, made, expected)
+
+
+def _shipped(a) -> tuple:
+    if isinstance(a, torch.Tensor):
+        return ("tensor", a.detach().clone().requires_grad_(a.requires_grad))
+    if isinstance(a, torch.nn.Module):
+        return ("module", a.state_dict())
+    if a is None or type(a) in (bool, int, float, str):
+        return ("value", a)
+    raise TypeError(f"an input of {_kind(a)} cannot be sent to the kernel as data")
+
+
+def _rebuilt(shipped: list, name: str) -> list[tuple]:
+    """The inputs `prepare` wrote, in the kernel. A module is the one the check's inputs make
+    here (its kind and sizes are public, and so are any hooks that watch it), with the
+    grader's weights loaded into it."""
+    check, public, made = checks()[name], None, []
+    for i, args in enumerate(shipped):
+        row = []
+        for j, (kind, value) in enumerate(args):
+            if kind == "module":
+                public = public or check.made(*check.exercise.args())
+                public[i][j].load_state_dict(value)
+                value = public[i][j]
+            row.append(value)
+        made.append(tuple(row))
+    return made
+
+
+def answer(name: str, answer, inputs: str, outputs: str) -> None:
+    """`make grade`'s cell after an implement check's cell, in the student's kernel: the
+    student's function (`answer()`) called on the inputs in the file `inputs`
+    (`Implement.calls`), and what came back written to the file `outputs` as data. It judges
+    nothing: the grader's process reads `outputs` (`returned`)."""
+    try:
+        record = _answered(name, answer, inputs)
+    except Exception as error:  # noqa: BLE001 - this half failed here (or a cell broke it)
+        record = {"error": f"{type(error).__name__}: {error}"[:200]}
+    torch.save(record, outputs)
+
+
+def _answered(name: str, answer, inputs: str) -> dict:
+    check = checks()[name]
+    try:
+        given = answer()
+    except Exception as error:  # noqa: BLE001 - the student's answer is missing or broken
+        return {"missing": f"{type(error).__name__}: {error}"}
+    if untouched(given):
+        return {"untouched": True}
+    made = _rebuilt(torch.load(inputs, weights_only=True), name)
+    done, crash = call_safely(check.calls, given, made, seconds=check.seconds_for(len(made)),
+                              who="checking your answer")
+    if crash is not None or isinstance(done, str):
+        return {"verdict": [WRONG, crash or done]}
+    if isinstance(done, Verdict):
+        return {"verdict": [done.mark, done.text]}
+    return {"calls": [[_plain(got), [_plain(c) if isinstance(c, torch.Tensor) else None
+                                     for c in copies],
+                       problem, [[j, attr, _plain(value)] for (j, attr), value in record.items()]]
+                      for got, copies, problem, record in done]}
+
+
+def _plain(x):
+    """`x`, a value the student's code made, as data that `torch.load(weights_only=True)` reads
+    back, tagged so that `_value` rebuilds it as it was; what is not a tensor, an array, a
+    plain number or string, None, or a tuple or list of them, only as its description."""
+    if isinstance(x, torch.Tensor):
+        return ("tensor", x.detach().as_subclass(torch.Tensor))
+    if isinstance(x, np.ndarray | np.generic) and x.dtype.kind in "biufc":
+        return ("array" if isinstance(x, np.ndarray) else "scalar",
+                torch.from_numpy(np.array(x, ndmin=1, copy=True)))
+    if x is None or type(x) in (bool, int, float, complex, str):
+        return ("value", x)
+    if isinstance(x, tuple | list):
+        return ("tuple" if isinstance(x, tuple) else "list", [_plain(item) for item in x])
+    return ("other", _kind(x))
+
+
+def _value(data):
+    """The value `_plain` made, checked as it is read: anything else raises ValueError."""
+    kind, value = data
+    if kind == "tensor" and type(value) is torch.Tensor:
+        return value
+    if kind in ("array", "scalar") and type(value) is torch.Tensor:
+        return value.numpy() if kind == "array" else value.numpy()[0]
+    if kind == "value" and (value is None or type(value) in (bool, int, float, complex, str)):
+        return value
+    if kind in ("tuple", "list") and type(value) is list:
+        items = [_value(item) for item in value]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "other" and type(value) is str:
+        return Opaque(value[:200])
+    raise ValueError(f"not a value the grader reads back ({kind!r})")
+
+
+def returned(prepared: Prepared, outputs: Path) -> tuple[str, str, str]:
+    """In the grader's process, right after the grading cell ran: (mark, check name, message)
+    for what the kernel wrote to `outputs` (`answer`), judged here against `prepared`. The file
+    is read as data only (`torch.load(weights_only=True)`); a file that is missing or that this
+    grader cannot read gets ✗."""
+    check = checks()[prepared.name]
+    if not Path(outputs).is_file():
+        return WRONG, check.name, "your notebook handed back nothing for this check"
+    try:
+        record = torch.load(outputs, weights_only=True)
+        done = _done(record, prepared.made)
+    except Exception as error:  # noqa: BLE001 - whatever the kernel wrote: no point
+        return WRONG, check.name, ("the grader could not read what your notebook handed back "
+                                   f"({type(error).__name__})")
+    if isinstance(done, tuple):  # a line the kernel's record gives without judging
+        return done[0], check.name, done[1]
+    return _graded(check.name, 0,
+                   lambda: check.judged(done, prepared.made, prepared.expected))
+
+
+def _done(record: dict, made: list[tuple]):
+    """The kernel's `record` as `Implement.judged` takes it, or the (mark, message) it gives at
+    once (the grading cell failed, no answer); ValueError where it is not what `answer` writes,
+    or claims a mark only the grader gives."""
+    if set(record) == {"error"}:
+        return WRONG, f"the grading cell failed in your notebook ({record['error']})"[:200]
+    if set(record) == {"missing"}:
+        return TODO, _no_answer(str(record["missing"]))
+    if set(record) == {"untouched"}:
+        return ...
+    if set(record) == {"verdict"}:
+        mark, text = record["verdict"]
+        if mark not in (WRONG, TODO) or type(text) is not str:
+            raise ValueError("a verdict the kernel cannot give")
+        return Verdict(mark, text)
+    if set(record) != {"calls"} or len(record["calls"]) > len(made):
+        raise ValueError("not a record of calls")
+    done = []
+    for args, (got, after, problem, watched) in zip(made, record["calls"]):
+        copies = tuple(_value(c) if isinstance(a, torch.Tensor) else a
+                       for a, c in zip(args, after, strict=True))
+        if any(isinstance(a, torch.Tensor) and type(c) is not torch.Tensor
+               for a, c in zip(args, copies)) or not (problem is None or type(problem) is str):
+            raise ValueError("not a call's record")
+        done.append((_value(got), copies, problem,
+                     {(int(j), str(attr)): list(_value(value)) for j, attr, value in watched}))
+    return done
