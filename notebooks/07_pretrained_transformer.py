@@ -657,7 +657,10 @@ assert min(pool_accs) > 0.95 and min(pool_accs) > max(held for _, held in probe_
 # contain them: it reads each as `<unk>`, the token for unknown words.
 
 # %% slideshow={"slide_type": "subslide"}
-tiny = train_classifier(task="bag")
+# parallel_map trains it side by side with the model that "Can its confidence be trusted?"
+# needs below (undecided=400), where a core is free: the same models, sooner
+tiny, careful = parallel_map(lambda undecided: train_classifier(task="bag", undecided=undecided),
+                             (0, 400))
 unseen = data.make_reviews(400, seed=1, positive=data.UNSEEN_POSITIVE,
                            negative=data.UNSEEN_NEGATIVE)
 for words, label, _ in unseen[:3]:
@@ -815,7 +818,7 @@ assert int((x_tiny_train == unk).sum()) == 0 and unchanged == [True, False]
 # say that it cannot tell. Same model, same one-word reviews, same 400 unseen synonyms:
 
 # %%
-careful = train_classifier(task="bag", undecided=400)
+# careful: train_classifier(task="bag", undecided=400), trained above beside tiny
 with torch.no_grad():
     p_careful = careful.model.predict_proba(x_tiny)  # (400, 2)
 confidence, answer = p_careful.max(dim=1)  # (400,) each
