@@ -117,11 +117,11 @@ def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name
 
 
 def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
-    """`make grade` decides every declared implement check in its own process; the implement
-    checks it leaves to the kernel are the hand-written ones, each named where the graders'
-    docs say so (a new one fails here until the docs name it too)."""
-    left = {name.split(".")[1] for name, check in exercises.checks().items()
-            if check.exercise.kind == "implement" and not grading.out_of_kernel(name)}
+    """`make grade` decides every declared implement check and every explore and predict check
+    in its own process; the checks it leaves to the kernel are the hand-written implement ones,
+    each named where the graders' docs say so (a new one fails here until the docs name it
+    too)."""
+    left = {name.split(".")[1] for name in exercises.checks() if not grading.out_of_kernel(name)}
     assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
     assert left == {"multi_head_module", "uniform_scores", "decode_step"}
     assert all(f"`{name}`" in grading.__doc__ for name in left)
@@ -158,6 +158,70 @@ def test_what_the_kernel_hands_back_is_only_data_and_never_a_point(tmp_path):
     assert grading.returned(prepared, tmp_path / "outputs.pt")[0] == "✗"
     assert grading.returned(prepared, tmp_path / "nothing.pt") == \
         ("✗", "attention", "your notebook handed back nothing for this check")
+
+
+# --- `make grade`'s own process: explore and predict checks judged on shipped values -----------
+
+VALUES = [k for k, c in exercises.checks().items() if c.exercise.kind in ("explore", "predict")]
+
+
+def _measured_through_a_kernel(name, answer, args, folder, seed=11):
+    """What `make grade` does for an explore or predict check, its two halves in this one
+    process: the answer and the values shipped as data (`measure`, in the kernel), the check's
+    own rule run on them here (`measured`)."""
+    grading.measure(name, lambda: answer, lambda: args, str(folder / "values.pt"))
+    return grading.measured(name, folder / "values.pt", seed)
+
+
+@pytest.mark.parametrize("name", VALUES)
+def test_explore_and_predict_checks_judged_on_shipped_values_agree_word_for_word(name, tmp_path,
+                                                                                capsys):
+    """For every explore and predict check, the check's rule run in the grader's process on
+    the values the kernel shipped gives the very line the in-kernel judge gives: ✓ for the
+    check's own answer, ✗, ○ or ✎ for the others, a function among the values (ex07's
+    attention_maps, ex11's copy_loss_without) replayed from the calls the check made."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    reference = check(..., *args)  # an explore check hands back its answer; a prediction, None
+    if isinstance(reference, torch.Tensor) and name == "ex07.minimal_pair":
+        reference = reference.tolist()
+    for answer in [None, ..., reference, 0, -1.5, "x", [0.1, 0.2], {"a": 1}, object()]:
+        assert _measured_through_a_kernel(name, answer, args, tmp_path) == \
+            grading.judge(name, lambda a=answer: a, lambda: args, seed=11), answer
+    if check.exercise.kind == "explore":
+        assert _measured_through_a_kernel(name, reference, args, tmp_path)[0] == "✓"
+
+
+def test_a_shipped_record_is_only_data_and_a_forged_judge_in_the_kernel_changes_nothing(
+        tmp_path, monkeypatch):
+    """The kernel's half of an explore check ships values, not verdicts: a record that claims a
+    verdict, a pickle that would run code, or values that are not data are ✗ here; and a judge
+    rewritten in the kernel only changes what that kernel would say, not what is shipped."""
+    name, args = "ex01.key_2_wins", (ex01.WORKED_KEYS,)
+    ran = tmp_path / "ran"
+
+    class Runs:
+        def __reduce__(self):
+            return (ran.touch, ())
+
+    for record, words in [
+            ({"verdict": ["✓", "right"]}, "could not read what your notebook handed back"),
+            ({"answer": Runs(), "args": [], "predictions": {}}, "(UnpicklingError)"),
+            ({"answer": ("value", 1), "args": [["code", "x"]], "predictions": {}},
+             "could not read what your notebook handed back (ValueError)"),
+            ({"answer": ("list", [("value", 1)] * 4),
+              "args": [["data", ("other", "a TinyTransformer")]], "predictions": {}},
+             "could not be read back as data (a TinyTransformer)")]:
+        torch.save(record, tmp_path / "values.pt")
+        mark, shown, message = grading.measured(name, tmp_path / "values.pt", 3)
+        assert (mark, shown) == ("✗", "key 2 wins") and words in message, (record, message)
+    assert not ran.exists()
+    assert grading.measured(name, tmp_path / "nothing.pt", 3) == \
+        ("✗", "key 2 wins", "your notebook handed back nothing for this check")
+    monkeypatch.setattr(grading, "judge", lambda *a, **k: ("✓", "key 2 wins", "right."))
+    grading.measure(name, lambda: [1, 0, 0, 0], lambda: args, str(tmp_path / "values.pt"))
+    monkeypatch.undo()
+    assert grading.measured(name, tmp_path / "values.pt", 3)[0] == "✗"
 
 
 def test_printed_lines_and_kernel_state_earn_nothing(capsys):

@@ -81,12 +81,17 @@ class Exercise:
     answer (what the notebook passes, such as the measured value of a *predict* exercise)."""
     kind: str
     args: Callable[[], tuple]
+    measure: Callable[..., tuple] | None = None
 
 
-def exercise(kind: str, args: tuple | Callable[[], tuple] = ()):
+def exercise(kind: str, args: tuple | Callable[[], tuple] = (), *,
+             measure: Callable[..., tuple] | None = None):
     """Register a check: `@exercise("predict", args=(0.5,))` above `def check(guess, measured)`.
 
     `args` is a tuple, or a function that makes one (for data worth building only when used).
+    `measure`, for an explore check whose arguments are not data (a model): a function that
+    turns them, in the student's kernel, into data the check takes in their place, so that
+    `make grade` can judge it in its own process (`attnlab.exercises.grading.measure`).
     The check itself is unchanged; it gains an `exercise` attribute.
     """
     if kind not in KINDS:
@@ -94,7 +99,7 @@ def exercise(kind: str, args: tuple | Callable[[], tuple] = ()):
     make = args if callable(args) else (lambda: tuple(args))
 
     def register(check: Callable) -> Callable:
-        check.exercise = Exercise(kind, make)
+        check.exercise = Exercise(kind, make, measure)
         return check
     return register
 
