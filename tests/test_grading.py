@@ -116,6 +116,28 @@ def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name
         assert lines[len(answers) - len(check.mistakes) - 1][0][0] == "✓"
 
 
+HAND_WRITTEN = {"ex03.uniform_scores": [
+    lambda s: torch.zeros_like(s), lambda s: s, lambda s: s.float(), lambda s: s[..., :1],
+    lambda s: "x", lambda s: s * float("nan"), lambda s: torch.randn_like(s),
+    lambda s: torch.full_like(s, 3.0), lambda s: {"a": 1}]}
+
+
+@pytest.mark.parametrize("name", HAND_WRITTEN)
+def test_hand_written_checks_split_in_two_give_the_kernels_verdicts_word_for_word(name, tmp_path):
+    """A hand-written implement check with a `split` (`grading.split`) judged in the grader's
+    process gives the in-kernel judge's line, for a right answer, each of its mistakes and the
+    hostile answers."""
+    assert grading.out_of_kernel(name) and not grading.shipped_values(name)
+    answers = [None, placeholder, forgot_return, "my_function", raises, loops_forever,
+               *HAND_WRITTEN[name]]
+    lines = [(_through_a_kernel(name, answer, 11, tmp_path),
+              grading.judge(name, lambda a=answer: a, seed=11)) for answer in answers]
+    for (own, kernel), answer in zip(lines, answers):
+        assert own == kernel, answer
+    assert lines[len(answers) - len(HAND_WRITTEN[name])][0][0] == "✓"
+    assert {own[0] for own, _ in lines} == {"○", "✗", "✓"}
+
+
 def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
     """`make grade` decides every declared implement check and every explore and predict check
     in its own process; the checks it leaves to the kernel are the hand-written implement ones,
@@ -123,7 +145,7 @@ def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
     too)."""
     left = {name.split(".")[1] for name in exercises.checks() if not grading.out_of_kernel(name)}
     assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
-    assert left == {"multi_head_module", "uniform_scores", "decode_step"}
+    assert left == {"multi_head_module", "decode_step"}
     assert all(f"`{name}`" in grading.__doc__ for name in left)
 
 

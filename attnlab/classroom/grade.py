@@ -200,7 +200,7 @@ class OwnJudge:
             cell = nbformat.v4.new_code_cell(ANSWER_CELL.format(check=entry["check"],
                                                                 answer=entry["answer"], **files))
         self.cells[id(cell)] = {"check": entry["check"], **files}
-        named = getattr(checks()[entry["check"]], "name", None)  # an explore check's: `after`
+        named = getattr(grading.split(entry["check"]), "name", None)  # the others': `after`
         if named is not None:
             self.names.add(named)
         return cell
@@ -218,7 +218,7 @@ class OwnJudge:
             self.prepared[id(cell)] = grading.prepare(entry["check"], self.seed,
                                                       Path(entry["inputs"]))
         except Exception as e:  # noqa: BLE001 - the grader's own failure: this row, not the run
-            self.lines[id(cell)] = ("✗", checks()[entry["check"]].name,
+            self.lines[id(cell)] = ("✗", grading.split(entry["check"]).name,
                                     f"the grader could not make this check's inputs "
                                     f"({type(e).__name__}: {e})"[:200])
 

@@ -25,7 +25,9 @@ the student's function on them, under the same time limits and refusals (`answer
 `Implement.calls`); what it hands back is read as data only (tensors, arrays, numbers, strings,
 and tuples, lists, sets and dicts of them; anything else comes back as its description,
 `Opaque`) and compared, and the named mistake found, in the grader's process (`returned`,
-`Implement.judged`). For an explore or predict check the kernel ships, as the same data, the
+`Implement.judged`); so is ex03's `uniform_scores`, whose verdict depends only on the scores
+its function returns for the scores the hook sees (its `split`, `_Uniform`, which
+`split` finds). For an explore or predict check the kernel ships, as the same data, the
 answer, the values the check is given (through the check's `measure` where they are not data,
 such as ex06's model; a function among them, such as ex11's `copy_loss_without`, as the calls
 the check makes of it) and what the kernel remembers of its predictions (which guesses were
@@ -40,15 +42,15 @@ values an explore or predict check is given are the notebook's own measurements,
 (as they always were), as is the record of which guesses came before a measurement.
 
 The other checks are judged in the kernel by `judge`, which `report` publishes as display data
-tagged with the grader's nonce (`out_of_kernel` tells them apart): the few hand-written implement
+tagged with the grader's nonce (`out_of_kernel` tells them apart): two hand-written implement
 checks (`@exercise("implement")`: `multi_head_module`, which builds the student's class and
-loads weights into it, `uniform_scores`, which runs the student's function inside a model, and
-`decode_step`, which calls it step after step on a cache it keeps), whose answers do not fit the
-one call on data that the split needs. For those, and for nbgrader's locked test cells
-(`require`, which nbgrader runs in the student's kernel by its design, for every check), a
-student who rewrites attnlab, torch or this module in the kernel, or reads the seed off the
-grading call's stack, can still forge a verdict; the bar there is that printing a check's line,
-writing kernel state, or handing in attnlab's own function scores nothing.
+loads weights into it, and `decode_step`, which calls it step after step on a cache it keeps),
+whose answers do not fit the one call on data that the split needs. For those, and for
+nbgrader's locked test cells (`require`, which nbgrader runs in the student's kernel by its
+design, for every check), a student who rewrites attnlab, torch or this module in the kernel,
+or reads the seed off the grading call's stack, can still forge a verdict; the bar there is
+that printing a check's line, writing kernel state, or handing in attnlab's own function
+scores nothing.
 """
 from __future__ import annotations
 
@@ -180,14 +182,22 @@ def out_of_kernel(name: str) -> bool:
     (`measure`, `measured`). The others, the hand-written implement checks, are judged in the
     kernel."""
     check = checks().get(name)
-    return isinstance(check, Implement) or (
+    return split(name) is not None or (
         check is not None and check.exercise.kind in ("explore", "predict"))
+
+
+def split(name: str):
+    """The two halves of the implement check `name` that `make grade` runs (`made`, `expected`,
+    `calls` in the kernel, `judged` here, `name`, `seconds_for`): an `Implement` itself, or
+    the `split` a hand-written check carries (ex03's `uniform_scores`); else None."""
+    check = checks().get(name)
+    return check if isinstance(check, Implement) else getattr(check, "split", None)
 
 
 def shipped_values(name: str) -> bool:
     """Whether `make grade` judges the check `name` from values the kernel ships (`measure`):
     an explore or predict check, whose answer is a value, not a function to call."""
-    return out_of_kernel(name) and not isinstance(checks()[name], Implement)
+    return out_of_kernel(name) and split(name) is None
 
 
 @dataclass
@@ -204,8 +214,8 @@ def prepare(name: str, seed: int, inputs: Path) -> Prepared:
     `name` drawn from `seed` (which never leaves this process), the reference's results on
     them, and the inputs written to the file `inputs` as data for the kernel: tensors and plain
     values as they are, a module as its weights (`state_dict`)."""
-    check = checks()[name]
-    made = list(check.made(*check.exercise.args(), seed=seed))
+    check = split(name)
+    made = list(check.made(*checks()[name].exercise.args(), seed=seed))
     expected = check.expected(made)
     torch.save([[_shipped(a) for a in args] for args in made], inputs)
     return Prepared(name, made, expected)
@@ -225,12 +235,12 @@ def _rebuilt(shipped: list, name: str) -> list[tuple]:
     """The inputs `prepare` wrote, in the kernel. A module is the one the check's inputs make
     here (its kind and sizes are public, and so are any hooks that watch it), with the
     grader's weights loaded into it."""
-    check, public, made = checks()[name], None, []
+    check, public, made = split(name), None, []
     for i, args in enumerate(shipped):
         row = []
         for j, (kind, value) in enumerate(args):
             if kind == "module":
-                public = public or check.made(*check.exercise.args())
+                public = public or check.made(*checks()[name].exercise.args())
                 public[i][j].load_state_dict(value)
                 value = public[i][j]
             row.append(value)
@@ -251,7 +261,7 @@ def answer(name: str, answer, inputs: str, outputs: str) -> None:
 
 
 def _answered(name: str, answer, inputs: str) -> dict:
-    check = checks()[name]
+    check = split(name)
     try:
         given = answer()
     except Exception as error:  # noqa: BLE001 - the student's answer is missing or broken
@@ -319,7 +329,7 @@ def returned(prepared: Prepared, outputs: Path) -> tuple[str, str, str]:
     for what the kernel wrote to `outputs` (`answer`), judged here against `prepared`. The file
     is read as data only (`torch.load(weights_only=True)`); a file that is missing or that this
     grader cannot read gets ✗."""
-    check = checks()[prepared.name]
+    check = split(prepared.name)
     if not Path(outputs).is_file():
         return WRONG, check.name, "your notebook handed back nothing for this check"
     try:
