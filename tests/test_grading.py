@@ -13,12 +13,14 @@ import pytest
 import torch
 from exercise_doubles import forgot_return, loops_forever, placeholder, raises
 from test_course import FIRST, nbgrader
+from test_ex02 import Extra, NoReturn, Renamed, Student, Untouched, with_forward
+from torch import nn
 
 import attnlab
 from attnlab import exercises
 from attnlab.classroom import course, grade
 from attnlab.core import attention as lesson
-from attnlab.exercises import _last_mark, ex01, grading
+from attnlab.exercises import _last_mark, ex01, ex02, grading
 
 
 def honest_attention(q, k, v):
@@ -116,7 +118,22 @@ def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name
         assert lines[len(answers) - len(check.mistakes) - 1][0][0] == "✓"
 
 
-HAND_WRITTEN = {"ex03.uniform_scores": [
+class _Sleeps(nn.Module):  # a module whose forward never ends
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        while True:
+            pass
+
+
+HAND_WRITTEN = {"ex02.multi_head_module": [
+    Student, attnlab.MultiHeadAttention, with_forward(lambda s, x, m: None),
+    with_forward(lambda s, x, m: (x, x)), with_forward(lambda s, x, m: "x"), _Sleeps,
+    *[with_forward(forward) for forward, _ in ex02._MISTAKES], lambda d, h: 3,
+    NoReturn, Renamed, Extra, Untouched],
+                "ex03.uniform_scores": [
     lambda s: torch.zeros_like(s), lambda s: s, lambda s: s.float(), lambda s: s[..., :1],
     lambda s: "x", lambda s: s * float("nan"), lambda s: torch.randn_like(s),
     lambda s: torch.full_like(s, 3.0), lambda s: {"a": 1}]}
@@ -145,7 +162,7 @@ def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
     too)."""
     left = {name.split(".")[1] for name in exercises.checks() if not grading.out_of_kernel(name)}
     assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
-    assert left == {"multi_head_module", "decode_step"}
+    assert left == {"decode_step"}
     assert all(f"`{name}`" in grading.__doc__ for name in left)
 
 

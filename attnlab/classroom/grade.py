@@ -13,16 +13,17 @@ nothing, a notebook that prints ✓ lines earns nothing, and no grade depends on
 a student could edit.
 
 This is the grader to trust, more than nbgrader's locked test cells, which nbgrader runs in the
-student's kernel. Every declared implement check (an `Implement`) and every explore and
-predict check is judged in this process, which no answer cell can reach or overwrite
-(`OwnJudge`). For an implement check the seed, the inputs, the reference and the comparison are
-all here; the kernel gets the inputs as data, only calls the student's function on them, and
-hands the results back as data. For an explore or predict check the kernel hands back the
-answer and the values the check is given, as data, and the check's own rule runs here. The
-few hand-written implement checks (see `grading.out_of_kernel`) are judged in the kernel by
-`grading.judge`, from a seed of their own, their verdicts coming back as display data tagged
-with a nonce of this run; each of those grading cells gives one verdict, on its own check, and
-none that takes the name of a check this process decides.
+student's kernel. Every declared implement check (an `Implement`), the hand-written ones that
+carry a split (`grading.split`), and every explore and predict check are judged in this
+process, which no answer cell can reach or overwrite (`OwnJudge`). For an implement check the
+seed, the inputs, the reference and the comparison are all here; the kernel gets the inputs as
+data, only calls the student's function on them, and hands the results back as data. For an
+explore or predict check the kernel hands back the answer and the values the check is given,
+as data, and the check's own rule runs here. The one check left (ex09's `decode_step`: see
+`grading.out_of_kernel`) is judged in the kernel by `grading.judge`, from a seed of its own,
+its verdict coming back as display data tagged with a nonce of this run; such a grading cell
+gives one verdict, on its own check, and none that takes the name of a check this process
+decides.
 
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts

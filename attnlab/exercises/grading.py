@@ -17,40 +17,43 @@ verdict; the check's line comes back as (mark, check name, message).
 
 Where the judging runs is what makes a grader trustworthy. `make grade`
 (`attnlab.classroom.grade`) is the grader to trust: for every declared implement check (an
-`Implement`) and every explore and predict check it judges in its own process, which no cell
-of the notebook can reach. For an implement check it draws the seed, makes the inputs and
-computes the references there (`prepare`); the kernel gets the inputs as data (tensors and
-numbers, a module as its weights, read with `torch.load(weights_only=True)`) and only calls
-the student's function on them, under the same time limits and refusals (`answer`,
-`Implement.calls`); what it hands back is read as data only (tensors, arrays, numbers, strings,
-and tuples, lists, sets and dicts of them; anything else comes back as its description,
-`Opaque`) and compared, and the named mistake found, in the grader's process (`returned`,
-`Implement.judged`); so is ex03's `uniform_scores`, whose verdict depends only on the scores
-its function returns for the scores the hook sees (its `split`, `_Uniform`, which
-`split` finds). For an explore or predict check the kernel ships, as the same data, the
-answer, the values the check is given (through the check's `measure` where they are not data,
-such as ex06's model; a function among them, such as ex11's `copy_loss_without`, as the calls
-the check makes of it) and what the kernel remembers of its predictions (which guesses were
-there before the measurement was shown) (`measure`); the check's own rule runs on them in the
-grader's process (`measured`), and a value that is not data there gets ✗. What the kernel
-says itself can only be ✗ or ○. So rewriting attnlab, torch or this module in the kernel,
-printing, or writing kernel state earns nothing there: only results that are right on inputs
-the kernel had not seen, and values the check's rule accepts, do. What the kernel still holds
-is where those come from: the refusal runs in the kernel, so attnlab code it does not cover (a
-copy of a refused function's code, a helper the reference calls) is the route left; and the
-values an explore or predict check is given are the notebook's own measurements, computed there
-(as they always were), as is the record of which guesses came before a measurement.
+`Implement`) and every explore and predict check it judges in its own process, which no cell of
+the notebook can reach. For an implement check it draws the seed, makes the inputs and computes
+the references there (`prepare`); the kernel gets the inputs as data (tensors and numbers, a
+module as its weights, read with `torch.load(weights_only=True)`) and only calls the student's
+function on them, under the same time limits and refusals (`answer`, `Implement.calls`); what it
+hands back is read as data only (tensors, arrays, numbers, strings, and tuples, lists, sets and
+dicts of them; anything else comes back as its description, `Opaque`) and compared, and the
+named mistake found, in the grader's process (`returned`, `Implement.judged`). So are two
+hand-written implement checks, each through the `split` it carries (`split` finds it): ex02's
+`multi_head_module` (the grader ships the reference's weights and the inputs; the kernel builds
+the student's class, loads the weights and runs its forward; the results are compared here) and
+ex03's `uniform_scores`, whose verdict depends only on the scores its function returns for the
+scores the hook sees (shipped; the weights those scores give in the model are judged here).
+
+For an explore or predict check the kernel ships, as the same data, the answer, the values the
+check is given (through the check's `measure` where they are not data, such as ex06's model; a
+function among them, such as ex11's `copy_loss_without`, as the calls the check makes of it) and
+what the kernel remembers of its predictions (which guesses were there before the measurement
+was shown) (`measure`); the check's own rule runs on them in the grader's process (`measured`),
+and a value that is not data there gets ✗. What the kernel says itself can only be ✗ or ○. So
+rewriting attnlab, torch or this module in the kernel, printing, or writing kernel state earns
+nothing there: only results that are right on inputs the kernel had not seen, and values the
+check's rule accepts, do. What the kernel still holds is where those come from: the refusal runs
+in the kernel, so attnlab code it does not cover (a copy of a refused function's code, a helper
+the reference calls) is the route left; and the values an explore or predict check is given are
+the notebook's own measurements, computed there (as they always were), as is the record of which
+guesses came before a measurement.
 
 The other checks are judged in the kernel by `judge`, which `report` publishes as display data
-tagged with the grader's nonce (`out_of_kernel` tells them apart): two hand-written implement
-checks (`@exercise("implement")`: `multi_head_module`, which builds the student's class and
-loads weights into it, and `decode_step`, which calls it step after step on a cache it keeps),
-whose answers do not fit the one call on data that the split needs. For those, and for
-nbgrader's locked test cells (`require`, which nbgrader runs in the student's kernel by its
-design, for every check), a student who rewrites attnlab, torch or this module in the kernel,
-or reads the seed off the grading call's stack, can still forge a verdict; the bar there is
-that printing a check's line, writing kernel state, or handing in attnlab's own function
-scores nothing.
+tagged with the grader's nonce (`out_of_kernel` tells them apart): one hand-written implement
+check (`@exercise("implement")`: `decode_step`, which calls the student's function step after
+step on a cache it keeps and checks what the function did to it), whose answer does not fit the
+calls on data that the split needs. For those, and for nbgrader's locked test cells (`require`,
+which nbgrader runs in the student's kernel by its design, for every check), a student who
+rewrites attnlab, torch or this module in the kernel, or reads the seed off the grading call's
+stack, can still forge a verdict; the bar there is that printing a check's line, writing kernel
+state, or handing in attnlab's own function scores nothing.
 """
 from __future__ import annotations
 
