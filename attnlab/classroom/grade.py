@@ -13,17 +13,16 @@ nothing, a notebook that prints ✓ lines earns nothing, and no grade depends on
 a student could edit.
 
 This is the grader to trust, more than nbgrader's locked test cells, which nbgrader runs in the
-student's kernel. Every declared implement check (an `Implement`), the hand-written ones that
-carry a split (`grading.split`), and every explore and predict check are judged in this
-process, which no answer cell can reach or overwrite (`OwnJudge`). For an implement check the
-seed, the inputs, the reference and the comparison are all here; the kernel gets the inputs as
-data, only calls the student's function on them, and hands the results back as data. For an
-explore or predict check the kernel hands back the answer and the values the check is given,
-as data, and the check's own rule runs here. The one check left (ex09's `decode_step`: see
-`grading.out_of_kernel`) is judged in the kernel by `grading.judge`, from a seed of its own,
-its verdict coming back as display data tagged with a nonce of this run; such a grading cell
-gives one verdict, on its own check, and none that takes the name of a check this process
-decides.
+student's kernel. Every check is judged in this process, which no answer cell can reach or
+overwrite (`OwnJudge`). For an implement check (an `Implement`, or a hand-written one through
+its split: `grading.split`) the seed, the inputs, the reference and the comparison are all
+here; the kernel gets the inputs as data, only calls the student's function on them, and hands
+the results back as data. For an explore or predict check the kernel hands back the answer and
+the values the check is given, as data, and the check's own rule runs here. A hand-written
+implement check without a split (none at present: see `grading.out_of_kernel`) would be judged
+in the kernel by `grading.judge`, from a seed of its own, its verdict coming back as display
+data tagged with a nonce of this run; such a grading cell gives one verdict, on its own check,
+and none that takes the name of a check this process decides.
 
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
@@ -35,10 +34,10 @@ not run, in the order of the submissions; a summary per student; and, for the in
 check how many students stand at ✓, ✗, ○ and ✎ and the named mistakes most often hit (the ✗
 messages), as a Markdown table and a picture beside the CSV (`grades-by-check.md`, `.png`).
 Each exercise counts once per submission, by its verdict. What is left to a determined student:
-for the checks judged in the kernel, code that rewrites attnlab or torch there (or reads their
-seed off the grading call's stack) can still forge a verdict; for the implement checks judged
-here, only results that are right on inputs it has not seen earn the point (`grading` says
-which route around the refusal of attnlab's own function remains).
+only results that are right on inputs the kernel has not seen, and values the explore and
+predict checks' rules accept, earn the point (`grading` says which route around the refusal of
+attnlab's own function remains, and that the measurements an explore check is given are the
+notebook's own, computed in its kernel).
 
     python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]

@@ -24,8 +24,10 @@ call the check again through `attnlab.exercises.grading.judge`, in grading mode 
 the line goes to the grader instead of the screen, an implement check draws its inputs from the
 grader's secret seed, and its reference (and `refuse`) refuse to run inside the student's
 function. `make grade` splits a declared implement check in two (`Implement.calls` in the
-student's kernel, `Implement.judged` in the grader's own process), so that the comparison runs
-where no answer cell reaches; `attnlab.exercises.grading` says which checks stay in the kernel.
+student's kernel, `Implement.judged` in the grader's own process; a hand-written one carries a
+`split` with the same two halves), so that the comparison runs where no answer cell reaches,
+and runs an explore or predict check's own rule in its process on the values the kernel
+ships; `attnlab.exercises.grading` says what is judged where.
 """
 from __future__ import annotations
 

@@ -16,20 +16,23 @@ verdict; the check's line comes back as (mark, check name, message).
   written after the check had shown the measurement.
 
 Where the judging runs is what makes a grader trustworthy. `make grade`
-(`attnlab.classroom.grade`) is the grader to trust: for every declared implement check (an
-`Implement`) and every explore and predict check it judges in its own process, which no cell of
-the notebook can reach. For an implement check it draws the seed, makes the inputs and computes
-the references there (`prepare`); the kernel gets the inputs as data (tensors and numbers, a
-module as its weights, read with `torch.load(weights_only=True)`) and only calls the student's
-function on them, under the same time limits and refusals (`answer`, `Implement.calls`); what it
-hands back is read as data only (tensors, arrays, numbers, strings, and tuples, lists, sets and
-dicts of them; anything else comes back as its description, `Opaque`) and compared, and the
-named mistake found, in the grader's process (`returned`, `Implement.judged`). So are two
-hand-written implement checks, each through the `split` it carries (`split` finds it): ex02's
-`multi_head_module` (the grader ships the reference's weights and the inputs; the kernel builds
-the student's class, loads the weights and runs its forward; the results are compared here) and
-ex03's `uniform_scores`, whose verdict depends only on the scores its function returns for the
-scores the hook sees (shipped; the weights those scores give in the model are judged here).
+(`attnlab.classroom.grade`) is the grader to trust: it judges every check in its own process,
+which no cell of the notebook can reach. For a declared implement check (an `Implement`) it
+draws the seed, makes the inputs and computes the references there (`prepare`); the kernel gets
+the inputs as data (tensors and numbers, a module as its weights, read with
+`torch.load(weights_only=True)`) and only calls the student's function on them, under the same
+time limits and refusals (`answer`, `Implement.calls`); what it hands back is read as data only
+(tensors, arrays, numbers, strings, and tuples, lists, sets and dicts of them; anything else
+comes back as its description, `Opaque`) and compared, and the named mistake found, in the
+grader's process (`returned`, `Implement.judged`). The three hand-written implement checks take
+the same road through the `split` each carries (`split` finds it): ex02's `multi_head_module`
+(the grader ships the reference's weights and the inputs; the kernel builds the student's class,
+loads the weights and runs its forward; the results are compared here), ex03's `uniform_scores`,
+whose verdict depends only on the scores its function returns for the scores the hook sees
+(shipped; the weights those scores give in the model are judged here), and ex09's `decode_step`
+(the kernel runs the student's step after step on a cache it keeps there and ships each step's
+output and what the step did to the cache; each output is compared with recomputing the prefix
+here).
 
 For an explore or predict check the kernel ships, as the same data, the answer, the values the
 check is given (through the check's `measure` where they are not data, such as ex06's model; a
@@ -45,15 +48,13 @@ the reference calls) is the route left; and the values an explore or predict che
 the notebook's own measurements, computed there (as they always were), as is the record of which
 guesses came before a measurement.
 
-The other checks are judged in the kernel by `judge`, which `report` publishes as display data
-tagged with the grader's nonce (`out_of_kernel` tells them apart): one hand-written implement
-check (`@exercise("implement")`: `decode_step`, which calls the student's function step after
-step on a cache it keeps and checks what the function did to it), whose answer does not fit the
-calls on data that the split needs. For those, and for nbgrader's locked test cells (`require`,
-which nbgrader runs in the student's kernel by its design, for every check), a student who
-rewrites attnlab, torch or this module in the kernel, or reads the seed off the grading call's
-stack, can still forge a verdict; the bar there is that printing a check's line, writing kernel
-state, or handing in attnlab's own function scores nothing.
+In the kernel, `judge` judges a check whole (`report` publishes its line as display data tagged
+with the grader's nonce): `make grade` uses it only for a hand-written implement check without a
+split (none at present; `out_of_kernel` tells them apart), and nbgrader's locked test cells
+(`require`) use it for every check, since nbgrader runs them in the student's kernel by its
+design. There a student who rewrites attnlab, torch or this module in the kernel, or reads the
+seed off the grading call's stack, can still forge a verdict; the bar there is that printing a
+check's line, writing kernel state, or handing in attnlab's own function scores nothing.
 """
 from __future__ import annotations
 
@@ -180,10 +181,10 @@ def report(nonce: str, name: str, answer, args=lambda: (), *, seed: int | None =
 # --- `make grade`: an implement check judged in the grader's own process -------------------------
 
 def out_of_kernel(name: str) -> bool:
-    """Whether `make grade` judges the check `name` in its own process: every declared
-    implement check (`prepare`, `answer`, `returned`) and every explore and predict check
-    (`measure`, `measured`). The others, the hand-written implement checks, are judged in the
-    kernel."""
+    """Whether `make grade` judges the check `name` in its own process: every implement check
+    with a `split` (`prepare`, `answer`, `returned`) and every explore and predict check
+    (`measure`, `measured`). The others (a hand-written implement check without a split) are
+    judged in the kernel."""
     check = checks().get(name)
     return split(name) is not None or (
         check is not None and check.exercise.kind in ("explore", "predict"))
