@@ -311,8 +311,13 @@ LIBRARY = {"def my_attention": "my_attention = attnlab.scaled_dot_product_attent
                                  "split_heads = ex01.split_heads(my_split_heads)",
            "def my_merge_heads": "my_merge_heads = attnlab.core.attention.merge_heads\n"
                                  "merge_heads = ex01.merge_heads(my_merge_heads)"}
+# The judge rewritten in the kernel: every in-kernel verdict ✓ (or ✎), nbgrader's test cells
+# silent. Neither grader asks that kernel for a verdict, so it earns nothing.
+JUDGE = ("from attnlab.exercises import grading\n"
+         "grading.judge = lambda name, *args, **kwargs: ('✓', name, 'right.')\n"
+         "grading.require = lambda *args, **kwargs: None")
 EXPECTED = {"honest": 6, "blank": 0, "half": 3, "prints": 0, "prints25": 0, "library": 0,
-            "state": 0, "prints_and_state": 0}
+            "state": 0, "prints_and_state": 0, "judge": 0}
 
 
 def submissions(release, source):
@@ -333,6 +338,10 @@ def submissions(release, source):
             nb.cells.append(nbformat.v4.new_code_cell(text))
         return nb
 
+    def first(nb, source):  # before every test cell
+        nb.cells.insert(0, nbformat.v4.new_code_cell(source))
+        return nb
+
     library = answered(())
     for cell in library.cells:
         for start, forged in LIBRARY.items():
@@ -342,7 +351,8 @@ def submissions(release, source):
             "half": answered(list(solutions)[:3]),
             "prints": added(answered(()), PRINTS), "prints25": added(answered(()), *[PRINTS] * 25),
             "library": library, "state": added(answered(()), STATE),
-            "prints_and_state": added(answered(()), PRINTS, STATE)}
+            "prints_and_state": added(answered(()), PRINTS, STATE),
+            "judge": first(answered(()), JUDGE)}
 
 
 @pytest.fixture(scope="module")
@@ -371,9 +381,9 @@ def test_make_grade_scores_the_forgeries_0(exported, tmp_path):
     assert honest == NAMES
     report = grade.class_report(rows)  # what the instructor reads, from the judged verdicts
     attention = next(e for e in report if e["check"] == "attention")
-    assert (attention["✓"], attention["✗"], attention["○"]) == (2, 1, 5)
+    assert (attention["✓"], attention["✗"], attention["○"]) == (2, 1, 6)
     assert attention["mistakes"][0][0].startswith("your function raised RuntimeError")
-    assert "| attention | 2 | 1 | 5 | 0 |" in grade.report_markdown(report, len(subs))
+    assert "| attention | 2 | 1 | 6 | 0 |" in grade.report_markdown(report, len(subs))
 
 
 @pytest.mark.integration

@@ -12,13 +12,13 @@ Printed lines and the kernel's record of past checks earn nothing. So a blank no
 nothing, a notebook that prints ✓ lines earns nothing, and no grade depends on a stored output
 a student could edit.
 
-This is the grader to trust, more than nbgrader's locked test cells, which nbgrader runs in the
-student's kernel. Every check is judged in this process, which no answer cell can reach or
-overwrite (`OwnJudge`). For an implement check (an `Implement`, or a hand-written one through
-its split: `grading.split`) the seed, the inputs, the reference and the comparison are all
-here; the kernel gets the inputs as data, only calls the student's function on them, and hands
-the results back as data. For an explore or predict check the kernel hands back the answer and
-the values the check is given, as data, and the check's own rule runs here. A hand-written
+This is the grader to trust (nbgrader's autograde uses it too, through the course's config:
+`attnlab.classroom.nbgrade`). Every check is judged in this process, which no answer cell can
+reach or overwrite (`OwnJudge`). For an implement check (an `Implement`, or a hand-written one
+through its split: `grading.split`) the seed, the inputs, the reference and the comparison are
+all here; the kernel gets the inputs as data, only calls the student's function on them, and
+hands the results back as data. For an explore or predict check the kernel hands back the answer
+and the values the check is given, as data, and the check's own rule runs here. A hand-written
 implement check without a split (none at present: see `grading.out_of_kernel`) would be judged
 in the kernel by `grading.judge`, from a seed of its own, its verdict coming back as display
 data tagged with a nonce of this run; such a grading cell gives one verdict, on its own check,

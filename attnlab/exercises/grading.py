@@ -50,11 +50,14 @@ guesses came before a measurement.
 
 In the kernel, `judge` judges a check whole (`report` publishes its line as display data tagged
 with the grader's nonce): `make grade` uses it only for a hand-written implement check without a
-split (none at present; `out_of_kernel` tells them apart), and nbgrader's locked test cells
-(`require`) use it for every check, since nbgrader runs them in the student's kernel by its
-design. There a student who rewrites attnlab, torch or this module in the kernel, or reads the
-seed off the grading call's stack, can still forge a verdict; the bar there is that printing a
-check's line, writing kernel state, or handing in attnlab's own function scores nothing.
+split (none at present; `out_of_kernel` tells them apart). nbgrader's locked test cells call
+`require`, which judges in the kernel the cell runs in; the course's nbgrader_config.py has
+nbgrader's autograde run `make grade`'s judge in nbgrader's own process in their place
+(`attnlab.classroom.nbgrade`), so nbgrader's points do not come from the kernel either. Where
+`judge` or `require` does run in a kernel (a student's own assert, nbgrader run without that
+config), a student who rewrites attnlab, torch or this module there, or reads the seed off the
+grading call's stack, can still forge a verdict; the bar there is that printing a check's line,
+writing kernel state, or handing in attnlab's own function scores nothing.
 """
 from __future__ import annotations
 
@@ -160,9 +163,10 @@ def _shown(check, name: str, seed: int) -> str:
 
 
 def require(name: str, answer, args=lambda: ()) -> None:
-    """nbgrader's locked test cell: raise AssertionError unless `judge` gives ✓ (or ✎). It runs
-    in the student's kernel (nbgrader's design), so it is as strong as the in-kernel judge;
-    `make grade` is the grader to trust."""
+    """nbgrader's locked test cell: raise AssertionError unless `judge` gives ✓ (or ✎). Run in
+    the student's kernel it is only as strong as the in-kernel judge, so the course's nbgrader
+    config has autograde judge the cell in nbgrader's own process instead
+    (`attnlab.classroom.nbgrade`), and score that verdict."""
     mark, shown, message = judge(name, answer, args)
     if mark not in GRADED:
         raise AssertionError(f"{mark} {shown}: {message}")
