@@ -244,3 +244,33 @@ def test_make_grade_judges_explore_and_predict_checks_where_no_answer_cell_reach
     assert marks[("judge", "key 2 wins")][0] == "✗"  # the rule run in the grader's process
     assert marks[("judge", "which key wins?")] == \
         ("○", "no prediction yet; write a key number in the cell above before running.")
+
+
+# A hand-written implement check (ex03's uniform_scores, whose function runs at a hook inside a
+# model) under the same forgery: the in-kernel judge says ✓ for scores that change nothing.
+FORGES_THE_HOOK_JUDGE = """import torch
+from attnlab.exercises import ex03, grading
+grading.judge = lambda name, *args, **kwargs: ("✓", "uniform attention", "right.")
+model = None
+def make_uniform(scores):
+    return scores"""
+UNIFORM = "uniform = ex03.uniform_scores(make_uniform, model)"
+
+
+def test_make_grade_judges_a_hand_written_check_where_no_answer_cell_reaches(tmp_path):
+    subs = tmp_path / "submissions"
+    for student, source in (("honest", FORGES_THE_HOOK_JUDGE.replace("return scores",
+                                                                     "return 0 * scores")
+                             .replace("grading.judge =", "_ =")),
+                            ("judge", FORGES_THE_HOOK_JUDGE)):
+        (subs / student).mkdir(parents=True)
+        nb = new_notebook(cells=[new_code_cell(source), new_code_cell(UNIFORM)])
+        nb.cells[1].id = "06562db4"  # notebook 03's cell that checks make_uniform
+        nbformat.write(nb, subs / student / "03_training_an_encoder.ipynb")
+    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=120, jobs=2)
+    marks = {student: (r["mark"], r["message"])
+             for (student, _, exercise), r in grade.standing(rows).items()
+             if exercise == "uniform attention"}
+    assert marks["honest"][0] == "✓"
+    assert marks["judge"] == ("✗", "the weights are the model's own: your scores change "
+                                   "nothing the softmax sees.")
