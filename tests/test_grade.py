@@ -20,16 +20,19 @@ RIGHT = ("import math\nimport torch\nfrom attnlab.exercises import ex01\n"
          "    return weights @ v, weights\n"
          "attention = ex01.attention(my_attention)")
 CHECK_CELL = "26938f61"  # the id of notebook 01's cell that checks `attention`
+CHECK_CELLS = {"ex01.attention(": CHECK_CELL, "ex01.key_2_wins(": "ae7d0d00",
+               "ex01.predict_winner(": "ec9cc3d9"}  # notebook 01's cells that call these checks
 
 
 def _submit(folder, student, *cells):
-    """Notebook 01 as `student` hands it in: `cells`, the one that checks `attention` with its
-    id (the grader judges each answer after the cell of its check)."""
+    """Notebook 01 as `student` hands it in: `cells`, those that call a check of `CHECK_CELLS`
+    with its id (the grader judges each answer after the cell of its check)."""
     (folder / student).mkdir(parents=True)
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
     for cell in nb.cells:
-        if "ex01.attention(" in cell.source:
-            cell.id = CHECK_CELL
+        for call, cell_id in CHECK_CELLS.items():
+            if call in cell.source:
+                cell.id = cell_id
     nbformat.write(nb, folder / student / "01_attention_by_hand.ipynb")
 
 
@@ -213,3 +216,61 @@ def test_make_grade_judges_implement_checks_where_no_answer_cell_reaches(tmp_pat
     # the forged judge answers ✓ "attention" for the checks judged in the kernel too: no row
     # of theirs takes the name of a check that the grader's process decides
     assert [r["exercise"] for r in rows].count("attention") == 3
+
+
+# The same forgery for the checks whose answer is a value: the in-kernel judge says ✓ for a
+# wrong query and ✎ for a guess never made. The grader runs the checks' rules itself, on the
+# values the kernel ships.
+FORGES_THE_EXPLORE_JUDGE = """import torch
+from attnlab.exercises import ex01, grading
+forged = {"ex01.key_2_wins": ("✓", "key 2 wins", "right."),
+          "ex01.predict_winner": ("✎", "which key wins?", "you predicted 4.")}
+grading.judge = lambda name, *args, **kwargs: forged[name]
+K, w4 = ex01.WORKED_KEYS, torch.tensor([[0.166, 0.166, 0.251, 0.417]])
+my_query, winner_guess = [1, 0, 0, 0], ..."""
+VALUES = ("winner = ex01.key_2_wins(my_query, K)", "ex01.predict_winner(winner_guess, w4[0])")
+
+
+def test_make_grade_judges_explore_and_predict_checks_where_no_answer_cell_reaches(tmp_path):
+    subs = tmp_path / "submissions"
+    _submit(subs, "honest", FORGES_THE_EXPLORE_JUDGE.replace("[1, 0, 0, 0], ...", "[1, 1, 0, 0], 3")
+            .replace("grading.judge =", "_ ="), *VALUES)
+    _submit(subs, "judge", FORGES_THE_EXPLORE_JUDGE, *VALUES)
+    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=120, jobs=2)
+    marks = {(student, exercise): (r["mark"], r["message"])
+             for (student, _, exercise), r in grade.standing(rows).items()}
+    assert marks[("honest", "key 2 wins")][0] == "✓"
+    assert marks[("honest", "which key wins?")][0] == "✎"
+    assert marks[("judge", "key 2 wins")][0] == "✗"  # the rule run in the grader's process
+    assert marks[("judge", "which key wins?")] == \
+        ("○", "no prediction yet; write a key number in the cell above before running.")
+
+
+# A hand-written implement check (ex03's uniform_scores, whose function runs at a hook inside a
+# model) under the same forgery: the in-kernel judge says ✓ for scores that change nothing.
+FORGES_THE_HOOK_JUDGE = """import torch
+from attnlab.exercises import ex03, grading
+grading.judge = lambda name, *args, **kwargs: ("✓", "uniform attention", "right.")
+model = None
+def make_uniform(scores):
+    return scores"""
+UNIFORM = "uniform = ex03.uniform_scores(make_uniform, model)"
+
+
+def test_make_grade_judges_a_hand_written_check_where_no_answer_cell_reaches(tmp_path):
+    subs = tmp_path / "submissions"
+    for student, source in (("honest", FORGES_THE_HOOK_JUDGE.replace("return scores",
+                                                                     "return 0 * scores")
+                             .replace("grading.judge =", "_ =")),
+                            ("judge", FORGES_THE_HOOK_JUDGE)):
+        (subs / student).mkdir(parents=True)
+        nb = new_notebook(cells=[new_code_cell(source), new_code_cell(UNIFORM)])
+        nb.cells[1].id = "06562db4"  # notebook 03's cell that checks make_uniform
+        nbformat.write(nb, subs / student / "03_training_an_encoder.ipynb")
+    rows = grade.grade(subs, tmp_path / "grades.csv", timeout=120, jobs=2)
+    marks = {student: (r["mark"], r["message"])
+             for (student, _, exercise), r in grade.standing(rows).items()
+             if exercise == "uniform attention"}
+    assert marks["honest"][0] == "✓"
+    assert marks["judge"] == ("✗", "the weights are the model's own: your scores change "
+                                   "nothing the softmax sees.")

@@ -13,12 +13,17 @@ import pytest
 import torch
 from exercise_doubles import forgot_return, loops_forever, placeholder, raises
 from test_course import FIRST, nbgrader
+from test_ex02 import Extra, NoReturn, Renamed, Student, Untouched, with_forward
+from test_ex09 import on_a_copy, with_attend
+from test_ex09 import step as ex09_step
+from torch import nn
 
 import attnlab
 from attnlab import exercises
 from attnlab.classroom import course, grade
 from attnlab.core import attention as lesson
-from attnlab.exercises import _last_mark, ex01, grading
+from attnlab.core import kv_cache
+from attnlab.exercises import _last_mark, ex01, ex02, grading
 
 
 def honest_attention(q, k, v):
@@ -116,15 +121,60 @@ def test_make_grades_own_judgement_gives_the_kernels_verdicts_word_for_word(name
         assert lines[len(answers) - len(check.mistakes) - 1][0][0] == "✓"
 
 
+class _Sleeps(nn.Module):  # a module whose forward never ends
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        while True:
+            pass
+
+
+HAND_WRITTEN = {"ex02.multi_head_module": [
+    Student, attnlab.MultiHeadAttention, with_forward(lambda s, x, m: None),
+    with_forward(lambda s, x, m: (x, x)), with_forward(lambda s, x, m: "x"), _Sleeps,
+    *[with_forward(forward) for forward, _ in ex02._MISTAKES], lambda d, h: 3,
+    NoReturn, Renamed, Extra, Untouched],
+                "ex09.decode_step": [
+    ex09_step, with_attend, kv_cache.decode_step, on_a_copy, lambda *a: ex09_step(*a).double(),
+    lambda *a: "x", lambda *a: {"a": 1},
+    *[functools.partial(ex09_step, **mistake) for mistake in (
+        dict(append_first=False), dict(out=False), dict(split="query"), dict(expand=True),
+        dict(tile=True), dict(position=lambda t: 0), dict(position=lambda t: t + 1))]],
+                "ex03.uniform_scores": [
+    lambda s: torch.zeros_like(s), lambda s: s, lambda s: s.float(), lambda s: s[..., :1],
+    lambda s: "x", lambda s: s * float("nan"), lambda s: torch.randn_like(s),
+    lambda s: torch.full_like(s, 3.0), lambda s: {"a": 1}]}
+
+
+@pytest.mark.parametrize("name", HAND_WRITTEN)
+def test_hand_written_checks_split_in_two_give_the_kernels_verdicts_word_for_word(name, tmp_path):
+    """A hand-written implement check with a `split` (`grading.split`) judged in the grader's
+    process gives the in-kernel judge's line, for a right answer, each of its mistakes and the
+    hostile answers."""
+    assert grading.out_of_kernel(name) and not grading.shipped_values(name)
+    answers = [None, placeholder, forgot_return, "my_function", raises, loops_forever,
+               *HAND_WRITTEN[name]]
+    lines = [(_through_a_kernel(name, answer, 11, tmp_path),
+              grading.judge(name, lambda a=answer: a, seed=11)) for answer in answers]
+    for (own, kernel), answer in zip(lines, answers):
+        assert own == kernel, answer
+    assert lines[len(answers) - len(HAND_WRITTEN[name])][0][0] == "✓"
+    assert {own[0] for own, _ in lines} == {"○", "✗", "✓"}
+
+
 def test_the_checks_judged_in_the_kernel_are_the_ones_the_docs_name():
-    """`make grade` decides every declared implement check in its own process; the implement
-    checks it leaves to the kernel are the hand-written ones, each named where the graders'
-    docs say so (a new one fails here until the docs name it too)."""
-    left = {name.split(".")[1] for name, check in exercises.checks().items()
-            if check.exercise.kind == "implement" and not grading.out_of_kernel(name)}
+    """`make grade` decides every check in its own process: the declared implement checks, the
+    hand-written ones through their splits (each named in the graders' docs) and the explore
+    and predict checks. A new hand-written check without a split fails here."""
+    left = {name.split(".")[1] for name in exercises.checks() if not grading.out_of_kernel(name)}
     assert all(grading.out_of_kernel(name) for name in IMPLEMENTS)
-    assert left == {"multi_head_module", "uniform_scores", "decode_step"}
-    assert all(f"`{name}`" in grading.__doc__ for name in left)
+    assert left == set()
+    split = {name.split(".")[1] for name, check in exercises.checks().items()
+             if grading.split(name) is not None and not isinstance(check, exercises.Implement)}
+    assert split == {"multi_head_module", "uniform_scores", "decode_step"}
+    assert all(f"`{name}`" in grading.__doc__ for name in split)
 
 
 def test_what_the_kernel_hands_back_is_only_data_and_never_a_point(tmp_path):
@@ -158,6 +208,70 @@ def test_what_the_kernel_hands_back_is_only_data_and_never_a_point(tmp_path):
     assert grading.returned(prepared, tmp_path / "outputs.pt")[0] == "✗"
     assert grading.returned(prepared, tmp_path / "nothing.pt") == \
         ("✗", "attention", "your notebook handed back nothing for this check")
+
+
+# --- `make grade`'s own process: explore and predict checks judged on shipped values -----------
+
+VALUES = [k for k, c in exercises.checks().items() if c.exercise.kind in ("explore", "predict")]
+
+
+def _measured_through_a_kernel(name, answer, args, folder, seed=11):
+    """What `make grade` does for an explore or predict check, its two halves in this one
+    process: the answer and the values shipped as data (`measure`, in the kernel), the check's
+    own rule run on them here (`measured`)."""
+    grading.measure(name, lambda: answer, lambda: args, str(folder / "values.pt"))
+    return grading.measured(name, folder / "values.pt", seed)
+
+
+@pytest.mark.parametrize("name", VALUES)
+def test_explore_and_predict_checks_judged_on_shipped_values_agree_word_for_word(name, tmp_path,
+                                                                                capsys):
+    """For every explore and predict check, the check's rule run in the grader's process on
+    the values the kernel shipped gives the very line the in-kernel judge gives: ✓ for the
+    check's own answer, ✗, ○ or ✎ for the others, a function among the values (ex07's
+    attention_maps, ex11's copy_loss_without) replayed from the calls the check made."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    reference = check(..., *args)  # an explore check hands back its answer; a prediction, None
+    if isinstance(reference, torch.Tensor) and name == "ex07.minimal_pair":
+        reference = reference.tolist()
+    for answer in [None, ..., reference, 0, -1.5, "x", [0.1, 0.2], {"a": 1}, object()]:
+        assert _measured_through_a_kernel(name, answer, args, tmp_path) == \
+            grading.judge(name, lambda a=answer: a, lambda: args, seed=11), answer
+    if check.exercise.kind == "explore":
+        assert _measured_through_a_kernel(name, reference, args, tmp_path)[0] == "✓"
+
+
+def test_a_shipped_record_is_only_data_and_a_forged_judge_in_the_kernel_changes_nothing(
+        tmp_path, monkeypatch):
+    """The kernel's half of an explore check ships values, not verdicts: a record that claims a
+    verdict, a pickle that would run code, or values that are not data are ✗ here; and a judge
+    rewritten in the kernel only changes what that kernel would say, not what is shipped."""
+    name, args = "ex01.key_2_wins", (ex01.WORKED_KEYS,)
+    ran = tmp_path / "ran"
+
+    class Runs:
+        def __reduce__(self):
+            return (ran.touch, ())
+
+    for record, words in [
+            ({"verdict": ["✓", "right"]}, "could not read what your notebook handed back"),
+            ({"answer": Runs(), "args": [], "predictions": {}}, "(UnpicklingError)"),
+            ({"answer": ("value", 1), "args": [["code", "x"]], "predictions": {}},
+             "could not read what your notebook handed back (ValueError)"),
+            ({"answer": ("list", [("value", 1)] * 4),
+              "args": [["data", ("other", "a TinyTransformer")]], "predictions": {}},
+             "could not be read back as data (a TinyTransformer)")]:
+        torch.save(record, tmp_path / "values.pt")
+        mark, shown, message = grading.measured(name, tmp_path / "values.pt", 3)
+        assert (mark, shown) == ("✗", "key 2 wins") and words in message, (record, message)
+    assert not ran.exists()
+    assert grading.measured(name, tmp_path / "nothing.pt", 3) == \
+        ("✗", "key 2 wins", "your notebook handed back nothing for this check")
+    monkeypatch.setattr(grading, "judge", lambda *a, **k: ("✓", "key 2 wins", "right."))
+    grading.measure(name, lambda: [1, 0, 0, 0], lambda: args, str(tmp_path / "values.pt"))
+    monkeypatch.undo()
+    assert grading.measured(name, tmp_path / "values.pt", 3)[0] == "✗"
 
 
 def test_printed_lines_and_kernel_state_earn_nothing(capsys):
@@ -197,8 +311,13 @@ LIBRARY = {"def my_attention": "my_attention = attnlab.scaled_dot_product_attent
                                  "split_heads = ex01.split_heads(my_split_heads)",
            "def my_merge_heads": "my_merge_heads = attnlab.core.attention.merge_heads\n"
                                  "merge_heads = ex01.merge_heads(my_merge_heads)"}
+# The judge rewritten in the kernel: every in-kernel verdict ✓ (or ✎), nbgrader's test cells
+# silent. Neither grader asks that kernel for a verdict, so it earns nothing.
+JUDGE = ("from attnlab.exercises import grading\n"
+         "grading.judge = lambda name, *args, **kwargs: ('✓', name, 'right.')\n"
+         "grading.require = lambda *args, **kwargs: None")
 EXPECTED = {"honest": 6, "blank": 0, "half": 3, "prints": 0, "prints25": 0, "library": 0,
-            "state": 0, "prints_and_state": 0}
+            "state": 0, "prints_and_state": 0, "judge": 0}
 
 
 def submissions(release, source):
@@ -219,6 +338,10 @@ def submissions(release, source):
             nb.cells.append(nbformat.v4.new_code_cell(text))
         return nb
 
+    def first(nb, source):  # before every test cell
+        nb.cells.insert(0, nbformat.v4.new_code_cell(source))
+        return nb
+
     library = answered(())
     for cell in library.cells:
         for start, forged in LIBRARY.items():
@@ -228,7 +351,8 @@ def submissions(release, source):
             "half": answered(list(solutions)[:3]),
             "prints": added(answered(()), PRINTS), "prints25": added(answered(()), *[PRINTS] * 25),
             "library": library, "state": added(answered(()), STATE),
-            "prints_and_state": added(answered(()), PRINTS, STATE)}
+            "prints_and_state": added(answered(()), PRINTS, STATE),
+            "judge": first(answered(()), JUDGE)}
 
 
 @pytest.fixture(scope="module")
@@ -257,9 +381,9 @@ def test_make_grade_scores_the_forgeries_0(exported, tmp_path):
     assert honest == NAMES
     report = grade.class_report(rows)  # what the instructor reads, from the judged verdicts
     attention = next(e for e in report if e["check"] == "attention")
-    assert (attention["✓"], attention["✗"], attention["○"]) == (2, 1, 5)
+    assert (attention["✓"], attention["✗"], attention["○"]) == (2, 1, 6)
     assert attention["mistakes"][0][0].startswith("your function raised RuntimeError")
-    assert "| attention | 2 | 1 | 5 | 0 |" in grade.report_markdown(report, len(subs))
+    assert "| attention | 2 | 1 | 6 | 0 |" in grade.report_markdown(report, len(subs))
 
 
 @pytest.mark.integration

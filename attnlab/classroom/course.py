@@ -11,8 +11,14 @@ drawn now from a secret seed, attnlab's reference refused while the student's fu
 and raises unless it is ✓, or ✎ for a prediction (graded on completion: a guess made before the
 measurement earns the point, whatever it was). What the check printed and what the kernel
 recorded earn nothing. A blank submission therefore scores 0, a notebook that prints ✓ lines 0,
-and the full edition every point. (The judge runs in the student's kernel: see
-`attnlab.exercises.grading` for what a determined student can still do there.)
+and the full edition every point. Run as nbgrader runs it, that cell would judge in the
+student's kernel, which any answer cell can rewrite; so the nbgrader_config.py written here
+replaces nbgrader's Execute among autograde's preprocessors with
+`attnlab.classroom.nbgrade.OwnJudgeExecute`, which judges each of those cells in nbgrader's own
+process, the way `make grade` does, and sets the cell's outputs to that verdict (an error where
+it earns nothing) for nbgrader's SaveAutoGrades to score. (So attnlab must be importable where
+nbgrader runs, not only in the kernel.) Run in a kernel without that config, as the student's
+own assert, the cell is only as strong as the in-kernel judge (`attnlab.exercises.grading`).
 
 For each notebook NN_name of the series this writes DIR/source/NN_name/NN_name.ipynb:
 
@@ -59,6 +65,18 @@ c.Execute.timeout = {timeout}
 # in "error processing assignment" (seen in CI, on a submission of 25 printing cells).
 c.Execute.iopub_timeout = {iopub}
 c.Execute.startup_timeout = {startup}
+# The points come from attnlab's grader, not from the student's kernel: each locked test cell
+# is judged in nbgrader's own process (attnlab.classroom.nbgrade), the cell's outputs then say
+# that verdict, and SaveAutoGrades scores them. nbgrader 0.9.6's list, with Execute replaced.
+c.Autograde.autograde_preprocessors = [
+    "attnlab.classroom.nbgrade.OwnJudgeExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 '''
 README = """\
 # The attnlab course for nbgrader
@@ -76,7 +94,8 @@ version the tests use) and attnlab in the kernel that grades:
     nbgrader export                                     # grades.csv
 
 The test cells are locked: nbgrader puts them back as they were before it grades, so a student
-cannot edit a check away.
+cannot edit a check away. nbgrader_config.py has autograde judge them in nbgrader's own process
+(attnlab.classroom.nbgrade), so attnlab must be installed where nbgrader runs too.
 """
 CELL_TIMEOUT_S = 300
 STARTUP_TIMEOUT_S = 180

@@ -12,15 +12,17 @@ Printed lines and the kernel's record of past checks earn nothing. So a blank no
 nothing, a notebook that prints ✓ lines earns nothing, and no grade depends on a stored output
 a student could edit.
 
-This is the grader to trust, more than nbgrader's locked test cells, which nbgrader runs in the
-student's kernel. Every declared implement check (an `Implement`) is judged in this process,
-which no answer cell can reach or overwrite (`OwnJudge`): the seed, the inputs, the reference
-and the comparison are all here; the kernel gets the inputs as data, only calls the student's
-function on them, and hands the results back as data. The other checks (explore and predict
-checks, and the few hand-written implement checks: see `grading.out_of_kernel`) are judged in
-the kernel by `grading.judge`, from a seed of their own, their verdicts coming back as display
-data tagged with a nonce of this run; each of those grading cells gives one verdict, on its own
-check, and none that takes the name of a check this process decides.
+This is the grader to trust (nbgrader's autograde uses it too, through the course's config:
+`attnlab.classroom.nbgrade`). Every check is judged in this process, which no answer cell can
+reach or overwrite (`OwnJudge`). For an implement check (an `Implement`, or a hand-written one
+through its split: `grading.split`) the seed, the inputs, the reference and the comparison are
+all here; the kernel gets the inputs as data, only calls the student's function on them, and
+hands the results back as data. For an explore or predict check the kernel hands back the answer
+and the values the check is given, as data, and the check's own rule runs here. A hand-written
+implement check without a split (none at present: see `grading.out_of_kernel`) would be judged
+in the kernel by `grading.judge`, from a seed of its own, its verdict coming back as display
+data tagged with a nonce of this run; such a grading cell gives one verdict, on its own check,
+and none that takes the name of a check this process decides.
 
 Each submission runs in a process of its own, in a fresh kernel, in a temporary folder that
 holds a copy of it, with a time limit and a memory limit: one that loops forever, exhausts
@@ -32,10 +34,10 @@ not run, in the order of the submissions; a summary per student; and, for the in
 check how many students stand at ✓, ✗, ○ and ✎ and the named mistakes most often hit (the ✗
 messages), as a Markdown table and a picture beside the CSV (`grades-by-check.md`, `.png`).
 Each exercise counts once per submission, by its verdict. What is left to a determined student:
-for the checks judged in the kernel, code that rewrites attnlab or torch there (or reads their
-seed off the grading call's stack) can still forge a verdict; for the implement checks judged
-here, only results that are right on inputs it has not seen earn the point (`grading` says
-which route around the refusal of attnlab's own function remains).
+only results that are right on inputs the kernel has not seen, and values the explore and
+predict checks' rules accept, earn the point (`grading` says which route around the refusal of
+attnlab's own function remains, and that the measurements an explore check is given are the
+notebook's own, computed in its kernel).
 
     python -m attnlab.classroom.grade SUBMISSIONS [--out build/grades.csv] [--timeout 900]
                                       [--memory-gb 6] [--jobs N]
@@ -153,11 +155,16 @@ _attnlab_grading.report({nonce!r}, {check!r}, lambda: ({answer}), lambda: ({args
                         seed={seed})"""
 ANSWER_CELL = """from attnlab.exercises import grading as _attnlab_grading
 _attnlab_grading.answer({check!r}, lambda: ({answer}), {inputs!r}, {outputs!r})"""
+MEASURE_CELL = """from attnlab.exercises import grading as _attnlab_grading
+_attnlab_grading.measure({check!r}, lambda: ({answer}), lambda: ({args}{comma}), {outputs!r})"""
 
 
 class OwnJudge:
     """The grader's side of one submission's run: the verdict on every declared implement
-    check (`grading.out_of_kernel`), decided in this process, never in the kernel.
+    check and every explore and predict check (`grading.out_of_kernel`), decided in this
+    process, never in the kernel. (An explore or predict check's cell, `MEASURE_CELL`, ships
+    the answer and the check's values instead, and `after` runs the check's rule on them:
+    `grading.measure`, `grading.measured`.)
 
     Its grading cell (`ANSWER_CELL`) only calls the student's function in the kernel. Right
     before that cell runs, `before` draws the inputs from this judge's seed (which, unlike the
@@ -186,10 +193,16 @@ class OwnJudge:
         token = secrets.token_hex(8)
         files = {"inputs": str(self.folder / f"attnlab-grade-{token}-in.pt"),
                  "outputs": str(self.folder / f"attnlab-grade-{token}-out.pt")}
-        cell = nbformat.v4.new_code_cell(ANSWER_CELL.format(check=entry["check"],
-                                                            answer=entry["answer"], **files))
+        if grading.shipped_values(entry["check"]):
+            cell = nbformat.v4.new_code_cell(MEASURE_CELL.format(
+                comma="," if entry["args"] else "", outputs=files["outputs"], **entry))
+        else:
+            cell = nbformat.v4.new_code_cell(ANSWER_CELL.format(check=entry["check"],
+                                                                answer=entry["answer"], **files))
         self.cells[id(cell)] = {"check": entry["check"], **files}
-        self.names.add(checks()[entry["check"]].name)
+        named = getattr(grading.split(entry["check"]), "name", None)  # the others': `after`
+        if named is not None:
+            self.names.add(named)
         return cell
 
     def before(self, cell, **_):
@@ -200,17 +213,25 @@ class OwnJudge:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)  # a cell may have removed it
             Path(entry["outputs"]).unlink(missing_ok=True)
+            if grading.shipped_values(entry["check"]):
+                return  # values from the kernel, judged in `after`: no inputs to make
             self.prepared[id(cell)] = grading.prepare(entry["check"], self.seed,
                                                       Path(entry["inputs"]))
         except Exception as e:  # noqa: BLE001 - the grader's own failure: this row, not the run
-            self.lines[id(cell)] = ("✗", checks()[entry["check"]].name,
+            self.lines[id(cell)] = ("✗", grading.split(entry["check"]).name,
                                     f"the grader could not make this check's inputs "
                                     f"({type(e).__name__}: {e})"[:200])
 
     def after(self, cell, **_):
         """nbclient's hook after a cell ran: the verdict on what this judge's cell wrote."""
         entry = self.cells.get(id(cell))
-        if entry is not None and id(cell) in self.prepared:
+        if entry is not None and grading.shipped_values(entry["check"]) \
+                and id(cell) not in self.lines:
+            self.lines[id(cell)] = grading.measured(entry["check"], Path(entry["outputs"]),
+                                                    self.seed)
+            self.names.add(self.lines[id(cell)][1])
+            Path(entry["outputs"]).unlink(missing_ok=True)
+        elif entry is not None and id(cell) in self.prepared:
             self.lines[id(cell)] = grading.returned(self.prepared.pop(id(cell)),
                                                     Path(entry["outputs"]))
             for done in (entry["inputs"], entry["outputs"]):

@@ -24,8 +24,10 @@ call the check again through `attnlab.exercises.grading.judge`, in grading mode 
 the line goes to the grader instead of the screen, an implement check draws its inputs from the
 grader's secret seed, and its reference (and `refuse`) refuse to run inside the student's
 function. `make grade` splits a declared implement check in two (`Implement.calls` in the
-student's kernel, `Implement.judged` in the grader's own process), so that the comparison runs
-where no answer cell reaches; `attnlab.exercises.grading` says which checks stay in the kernel.
+student's kernel, `Implement.judged` in the grader's own process; a hand-written one carries a
+`split` with the same two halves), so that the comparison runs where no answer cell reaches,
+and runs an explore or predict check's own rule in its process on the values the kernel
+ships; `attnlab.exercises.grading` says what is judged where.
 """
 from __future__ import annotations
 
@@ -81,12 +83,17 @@ class Exercise:
     answer (what the notebook passes, such as the measured value of a *predict* exercise)."""
     kind: str
     args: Callable[[], tuple]
+    measure: Callable[..., tuple] | None = None
 
 
-def exercise(kind: str, args: tuple | Callable[[], tuple] = ()):
+def exercise(kind: str, args: tuple | Callable[[], tuple] = (), *,
+             measure: Callable[..., tuple] | None = None):
     """Register a check: `@exercise("predict", args=(0.5,))` above `def check(guess, measured)`.
 
     `args` is a tuple, or a function that makes one (for data worth building only when used).
+    `measure`, for an explore check whose arguments are not data (a model): a function that
+    turns them, in the student's kernel, into data the check takes in their place, so that
+    `make grade` can judge it in its own process (`attnlab.exercises.grading.measure`).
     The check itself is unchanged; it gains an `exercise` attribute.
     """
     if kind not in KINDS:
@@ -94,7 +101,7 @@ def exercise(kind: str, args: tuple | Callable[[], tuple] = ()):
     make = args if callable(args) else (lambda: tuple(args))
 
     def register(check: Callable) -> Callable:
-        check.exercise = Exercise(kind, make)
+        check.exercise = Exercise(kind, make, measure)
         return check
     return register
 

@@ -21,6 +21,9 @@ from torch import nn
 from ..core.attention import MultiHeadAttention, causal_mask
 from ..lessons.scaling import softmax_slope as _softmax_slope
 from . import (
+    _IN_KERNEL,
+    CHECK_WORK_S,
+    TIME_LIMIT_S,
     Implement,
     Like,
     Predict,
@@ -154,57 +157,58 @@ def _module_problem(got, expected, reference: MultiHeadAttention, x, mask) -> st
                  if same(got, forward(reference, x, mask), 1e-5, 1e-4)), problem)
 
 
-@exercise("implement")
-def multi_head_module(module_class):
-    """Your `module_class(d_model, n_heads)`: an nn.Module with four nn.Linear(d_model, d_model)
-    layers `q`, `k`, `v` and `out` whose forward(x, mask=None) returns the output (B, T,
-    d_model) and the weights (B, H, T, T). The check builds it with d_model = 16 and 4 heads,
-    loads attnlab's MultiHeadAttention's weights into it and compares the two on three inputs.
-    Returns your class when it matches, else attnlab's."""
-    seed = grader_seed()  # a grader's: other weights and inputs, and attnlab's module refuses
-    with torch.random.fork_rng():
-        torch.manual_seed(2 if seed is None else seed)
-        reference = MultiHeadAttention(D_MODEL, N_HEADS)
-    refused = () if seed is None else (MultiHeadAttention.forward, MultiHeadAttention.attend)
+def _built(cls, weights: dict) -> tuple[nn.Module | None, str | Verdict | None]:
+    """(the student's module, `cls(D_MODEL, N_HEADS)`, with `weights` loaded, None), or (None,
+    what is wrong: a Verdict where the class is untouched or returns None)."""
+    if not callable(cls):
+        return None, f"expected a class, got {_kind(cls)}"
+    built, problem = call_safely(cls, D_MODEL, N_HEADS, who="building your module")
+    if problem:
+        return None, problem
+    if built is None:
+        return None, none_returned(cls)
+    if not isinstance(built, nn.Module):
+        return None, f"your class should build an nn.Module, got {_kind(built)}"
+    if _placeholder_left(type(built).forward) == "...":
+        return None, Verdict.todo("not attempted yet; write __init__ and forward above and run "
+                                  "the cell again.")
+    for name in ("q", "k", "v", "out"):
+        layer = getattr(built, name, None)
+        if not isinstance(layer, nn.Linear) or layer.weight.shape != (D_MODEL, D_MODEL):
+            return None, (f"your module needs four nn.Linear(d_model, d_model) layers named q, "
+                          f"k, v and out; its `{name}` is {_kind(layer)}")
+    try:
+        built.load_state_dict(weights)
+    except RuntimeError as error:
+        return None, ("attnlab's weights do not load into your module ("
+                      + str(error).splitlines()[-1].strip()[:120] + "): keep just the four layers")
+    return built, None
 
-    def judge(cls):
-        if not callable(cls):
-            return f"expected a class, got {_kind(cls)}"
-        built, problem = call_safely(cls, D_MODEL, N_HEADS, who="building your module")
-        if problem:
-            return problem
-        if built is None:
-            return none_returned(cls)
-        if not isinstance(built, nn.Module):
-            return f"your class should build an nn.Module, got {_kind(built)}"
-        if _placeholder_left(type(built).forward) == "...":
-            return Verdict.todo("not attempted yet; write __init__ and forward above and run "
-                                "the cell again.")
-        for name in ("q", "k", "v", "out"):
-            layer = getattr(built, name, None)
-            if not isinstance(layer, nn.Linear) or layer.weight.shape != (D_MODEL, D_MODEL):
-                return (f"your module needs four nn.Linear(d_model, d_model) layers named q, k, "
-                        f"v and out; its `{name}` is {_kind(layer)}")
-        try:
-            built.load_state_dict(reference.state_dict())
-        except RuntimeError as error:
-            return ("attnlab's weights do not load into your module ("
-                    + str(error).splitlines()[-1].strip()[:120] + "): keep just the four layers")
-        for x, mask in _module_inputs(*([] if seed is None else [seed])):
-            with torch.no_grad():
-                expected = reference(x, mask)
-                with contextlib.ExitStack() as stack:
-                    for method in refused:
-                        stack.enter_context(refusing(method))
-                    got, problem = call_safely(built, x, mask, who="your forward")
-                if problem is None and got is None:
-                    return "your forward runs but returns None: return (output, weights)"
-                problem = problem or _module_problem(got, expected, reference, x, mask)
-            if problem:
-                masked = "no mask" if mask is None else f"a {tuple(mask.shape)} mask"
-                return f"given x {tuple(x.shape)} and {masked}: {problem}"
-        return None
 
+def _forward_problem(got, problem, expected, reference: MultiHeadAttention, x, mask) -> str | None:
+    """What is wrong with the student's forward(x, mask), which gave `got` (or `problem`), as
+    the ✗ line says it: None, or the inputs and the problem."""
+    if problem is None and got is None:
+        return "your forward runs but returns None: return (output, weights)"
+    problem = problem or _module_problem(got, expected, reference, x, mask)
+    if problem:
+        masked = "no mask" if mask is None else f"a {tuple(mask.shape)} mask"
+        return f"given x {tuple(x.shape)} and {masked}: {problem}"
+    return None
+
+
+def _forward_refused(built: nn.Module, x, mask, refuse: bool):
+    """(result, problem) of the student's module on (x, mask), attnlab's module refusing where
+    `refuse` (a grader's run)."""
+    with torch.no_grad(), contextlib.ExitStack() as stack:
+        for method in (MultiHeadAttention.forward, MultiHeadAttention.attend) if refuse else ():
+            stack.enter_context(refusing(method))
+        return call_safely(built, x, mask, who="your forward")
+
+
+def _module_checked(module_class, judge):
+    """`check_answer` with multi_head_module's words: in the kernel and in `make grade`'s
+    process."""
     with torch.random.fork_rng():  # building the student's layers draws: not from the caller's
         return check_answer(
             module_class, judge, name="multi-head module", reference=MultiHeadAttention,
@@ -217,3 +221,92 @@ def multi_head_module(module_class):
                   "softmax over the last dimension; merge with transpose(1, 2).reshape(B, T, "
                   "H * D); then self.out."),
             todo="not attempted yet; write your class above and run the cell again.")
+
+
+def _reference_module(seed: int | None) -> MultiHeadAttention:
+    with torch.random.fork_rng():
+        torch.manual_seed(2 if seed is None else seed)
+        return MultiHeadAttention(D_MODEL, N_HEADS)
+
+
+@exercise("implement")
+def multi_head_module(module_class):
+    """Your `module_class(d_model, n_heads)`: an nn.Module with four nn.Linear(d_model, d_model)
+    layers `q`, `k`, `v` and `out` whose forward(x, mask=None) returns the output (B, T,
+    d_model) and the weights (B, H, T, T). The check builds it with d_model = 16 and 4 heads,
+    loads attnlab's MultiHeadAttention's weights into it and compares the two on three inputs.
+    Returns your class when it matches, else attnlab's. `make grade` judges it in two halves
+    (`_Module`)."""
+    seed = grader_seed()  # a grader's: other weights and inputs, and attnlab's module refuses
+    reference = _reference_module(seed)
+
+    def judge(cls):
+        built, problem = _built(cls, reference.state_dict())
+        if problem:
+            return problem
+        for x, mask in _module_inputs(*([] if seed is None else [seed])):
+            with torch.no_grad():
+                expected = reference(x, mask)
+            got, problem = _forward_refused(built, x, mask, refuse=seed is not None)
+            problem = _forward_problem(got, problem, expected, reference, x, mask)
+            if problem:
+                return problem
+        return None
+
+    return _module_checked(module_class, judge)
+
+
+class _Module:
+    """`multi_head_module` in `make grade`'s two halves (`grading.split`): the grader's process
+    draws the reference's weights and the inputs from its seed and ships them as data (the
+    module as its weights); the kernel builds the student's class, loads the weights and runs
+    its forward on the inputs, attnlab's module refusing (`calls`); the results are compared,
+    and the named mistake found, in the grader's process (`judged`)."""
+    name = "multi-head module"
+
+    def made(self, seed: int | None = None) -> list[tuple]:
+        """(reference module, x, mask) per input."""
+        reference = _reference_module(seed)
+        return [(reference, x, mask)
+                for x, mask in _module_inputs(*([] if seed is None else [seed]))]
+
+    def expected(self, made: list[tuple]) -> list:
+        with torch.no_grad():
+            return [reference(x, mask) for reference, x, mask in made]
+
+    def seconds_for(self, n: int) -> float:
+        return TIME_LIMIT_S * (n + 1) + CHECK_WORK_S
+
+    def calls(self, cls, made: list[tuple]):
+        """The kernel's half: the student's module built, the weights loaded, its forward run
+        on each input up to the first problem."""
+        with torch.random.fork_rng():
+            built, problem = _built(cls, made[0][0].state_dict())
+        if problem:
+            return problem
+        done = []
+        for reference, x, mask in made:
+            got, problem = _forward_refused(built, x, mask, refuse=True)
+            done.append((got, (reference, x.clone(), None if mask is None else mask.clone()),
+                         problem, {}))
+            if problem is not None or got is None:
+                break
+        return done
+
+    def judged(self, done, made: list[tuple], expected_all: list):
+        """The grader's half: `multi_head_module`'s line on the results handed back."""
+        def judge(_):
+            if not isinstance(done, list):
+                return done
+            for (reference, x, mask), (got, _, problem, _), expected in zip(made, done,
+                                                                           expected_all):
+                problem = _forward_problem(got, problem, expected, reference, x, mask)
+                if problem:
+                    return problem
+            if len(done) < len(made):
+                return "your notebook handed back fewer results than the check asked for"
+            return None
+        return _module_checked(... if done is ... else _IN_KERNEL, judge)
+
+
+multi_head_module.split = _Module()

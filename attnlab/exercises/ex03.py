@@ -16,6 +16,9 @@ from ..core.interventions import uniform_attention
 from ..core.models import TinyTransformer
 from ..lessons.data import Vocab, make_contrast_reviews
 from . import (
+    _IN_KERNEL,
+    CHECK_WORK_S,
+    TIME_LIMIT_S,
     Implement,
     Like,
     Predict,
@@ -122,25 +125,42 @@ def _weights(model: TinyTransformer, x: torch.Tensor, *edits) -> torch.Tensor:
         return attention_maps(model, x)[0]
 
 
+def _seen(model: TinyTransformer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the scores (B, H, T, T) the hook sees on the reviews x, scaled, before the mask; the
+    model's own weights)."""
+    hook, seen = model.blocks[0].attn.hook_scores, []
+    with torch.no_grad():
+        normal = _weights(model, x, (hook, lambda s: seen.append(s) or s))  # (B, H, T, T)
+    return seen[0], normal
+
+
 def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor) -> str | Verdict | None:
     """What is wrong with `fn` at the model's hook_scores on the reviews x (B, T), or None; a
     Verdict for a function that returns None. The scores are judged by the weights they give,
     so any one number for every score is right."""
-    hook, seen = model.blocks[0].attn.hook_scores, []
+    scores, normal = _seen(model, x)
     with torch.no_grad():
-        normal = _weights(model, x, (hook, lambda s: seen.append(s) or s))  # (B, H, T, T)
-        scores = seen[0]  # (B, H, T, T)   scaled, before the mask
         got, problem = call_safely(fn, scores.clone())
-        if problem or got is None:
-            return problem or none_returned(fn)
-        if not isinstance(got, torch.Tensor):
-            return f"your function should return a tensor (the new scores), got {_kind(got)}"
-        if got.shape != scores.shape:
-            return (f"your scores have shape {tuple(got.shape)}; the scores that flow on must "
-                    f"keep theirs, {tuple(scores.shape)} (B, H, T, T)")
-        if got.dtype != scores.dtype:
-            return f"your scores have dtype {got.dtype}, expected {scores.dtype} (the model's)"
-        weights, problem = call_safely(_weights, model, x, (hook, fn), seconds=None)
+    if problem or got is None:
+        return problem or none_returned(fn)
+    return _weights_problem(got, fn, model, x, scores, normal)
+
+
+def _weights_problem(got, fn, model: TinyTransformer, x: torch.Tensor, scores: torch.Tensor,
+                     normal: torch.Tensor) -> str | None:
+    """What is wrong with the scores `got` that `fn` returned for `scores`, judged by the
+    weights `fn` gives at the hook in the model (`make grade`'s process: a function that
+    gives `got` again)."""
+    if not isinstance(got, torch.Tensor):
+        return f"your function should return a tensor (the new scores), got {_kind(got)}"
+    if got.shape != scores.shape:
+        return (f"your scores have shape {tuple(got.shape)}; the scores that flow on must "
+                f"keep theirs, {tuple(scores.shape)} (B, H, T, T)")
+    if got.dtype != scores.dtype:
+        return f"your scores have dtype {got.dtype}, expected {scores.dtype} (the model's)"
+    with torch.no_grad():
+        weights, problem = call_safely(_weights, model, x, (model.blocks[0].attn.hook_scores,
+                                                            fn), seconds=None)
         if problem:
             return problem
         with uniform_attention(model):
@@ -155,12 +175,25 @@ def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor) -> str | Verdi
             "must all be the same number")
 
 
+def _uniform_checked(fn, judge):
+    """`check_answer` with uniform_scores' words: in the kernel and in `make grade`'s process."""
+    return check_answer(
+        fn, judge, name="uniform attention", reference=_uniform_scores,
+        success="with your scores every query weighs the keys it may read equally, on padded "
+                "reviews: the model under attnlab.uniform_attention",
+        hint=("the softmax turns scores into weights; which scores give every key the same "
+              "weight? The mask is applied after your function, so padding stays hidden.",
+              "return a tensor of the scores' shape in which every score is the same number, "
+              "such as torch.zeros_like(scores)."),
+        todo="not attempted yet; write your function above and run the cell again.")
+
+
 @exercise("implement", args=_example_model)
 def uniform_scores(fn, model: TinyTransformer):
     """Implement: `fn(scores)` at the attention's hook_scores (after the scale, before the mask),
     run in the model on padded reviews against `attnlab.uniform_attention(model)`. Not an
     `Implement`: it judges the weights `fn` gives in the model, and its lines name no inputs.
-    A grader's reviews come from its seed."""
+    A grader's reviews come from its seed; `make grade` judges it in two halves (`_Uniform`)."""
     seed = grader_seed()
     cases = _ids() if seed is None else _ids(seed)
 
@@ -173,15 +206,61 @@ def uniform_scores(fn, model: TinyTransformer):
                 return problem
         return None
 
-    return check_answer(
-        fn, judge, name="uniform attention", reference=_uniform_scores,
-        success="with your scores every query weighs the keys it may read equally, on padded "
-                "reviews: the model under attnlab.uniform_attention",
-        hint=("the softmax turns scores into weights; which scores give every key the same "
-              "weight? The mask is applied after your function, so padding stays hidden.",
-              "return a tensor of the scores' shape in which every score is the same number, "
-              "such as torch.zeros_like(scores)."),
-        todo="not attempted yet; write your function above and run the cell again.")
+    return _uniform_checked(fn, judge)
+
+
+class _Uniform:
+    """`uniform_scores` in `make grade`'s two halves (`grading.split`). The verdict depends
+    only on the scores the function returns for the scores the hook sees, so the grader's
+    process computes those scores (from its seed), the kernel only calls the function on them
+    (`calls`), and the weights the returned scores give in the model are judged here
+    (`judged`), the function standing in as one that gives those scores again."""
+    name = "uniform attention"
+
+    def made(self, model: TinyTransformer, seed: int | None = None) -> list[tuple]:
+        """(scores, reviews) per batch of reviews: what the hook sees on them."""
+        return [(_seen(model, x)[0], x) for x in (_ids() if seed is None else _ids(seed))]
+
+    def expected(self, made: list[tuple]) -> TinyTransformer:
+        return _example_model()[0]  # the model the weights are judged in (the check's own)
+
+    def seconds_for(self, n: int) -> float:
+        return TIME_LIMIT_S * n + CHECK_WORK_S
+
+    def calls(self, fn, made: list[tuple]):
+        """The kernel's half: fn(scores) per batch, up to the first problem."""
+        if not callable(fn):
+            return f"expected a function, got {_kind(fn)}"
+        done = []
+        for scores, x in made:
+            with torch.no_grad():
+                got, problem = call_safely(fn, scores.clone())
+            if problem is None and got is None:
+                return none_returned(fn)
+            done.append((got, (scores.clone(), x), problem, {}))
+            if problem is not None:
+                break
+        return done
+
+    def judged(self, done, made: list[tuple], model: TinyTransformer):
+        """The grader's half: `uniform_scores`' line on the scores handed back."""
+        def judge(_):
+            if not isinstance(done, list):
+                return done
+            for (scores, x), (got, _, problem, _) in zip(made, done):
+                if problem is not None:
+                    return problem
+                problem = _weights_problem(got, lambda s, got=got: got, model, x, scores,
+                                           _seen(model, x)[1])
+                if problem is not None:
+                    return problem
+            if len(done) < len(made):
+                return "your notebook handed back fewer results than the check asked for"
+            return None
+        return _uniform_checked(... if done is ... else _IN_KERNEL, judge)
+
+
+uniform_scores.split = _Uniform()
 
 
 uniform_accuracy = Predict(

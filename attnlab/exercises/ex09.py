@@ -20,9 +20,13 @@ from ..core.kv_cache import decode_step as reference_step
 from ..core.online_softmax import empty_state
 from ..core.online_softmax import online_update as reference_update
 from . import (
+    _IN_KERNEL,
+    CHECK_WORK_S,
+    TIME_LIMIT_S,
     Implement,
     Like,
     Predict,
+    Verdict,
     When,
     _kind,
     alike,
@@ -109,9 +113,10 @@ _STEP_MISTAKES = [
 ]
 
 
-def _heads_problem(cache: _WatchedCache, attn) -> str | None:
-    """What is wrong with the head count of the keys appended to `cache`, or None."""
-    wrong = [s[1] for s in cache.appended if len(s) == 4 and s[1] != attn.n_kv_heads]
+def _heads_problem(appended: list[tuple[int, ...]], attn) -> str | None:
+    """What is wrong with the head count of the keys appended to the cache (their shapes,
+    `appended`), or None."""
+    wrong = [s[1] for s in appended if len(s) == 4 and s[1] != attn.n_kv_heads]
     if wrong and wrong[0] == attn.n_heads:
         return (f"you appended keys with n_heads = {attn.n_heads} heads to the cache of a layer "
                 f"with n_kv_heads = {attn.n_kv_heads}: the cache keeps the key/value heads only "
@@ -120,6 +125,52 @@ def _heads_problem(cache: _WatchedCache, attn) -> str | None:
     if wrong:
         return (f"you appended keys with {wrong[0]} heads; this layer's cache holds "
                 f"n_kv_heads = {attn.n_kv_heads}, as (B, n_kv_heads, t, d_head)")
+    return None
+
+
+def _run_steps(fn, attn, x: torch.Tensor, prefix: int, refuse: bool, on_step):
+    """`fn(attn, x_t, cache)` step after step on one case, on a cache that holds the prefix's
+    keys and values first, attnlab's decode_step refusing where `refuse`; after each step
+    `on_step(got, problem, before, after, past_k, past_v, appended)` (the call's result or
+    problem, the cache's length before and after, its keys and values before the step, the
+    shapes appended so far) says what is wrong, and the first such answer ends the run."""
+    T = x.shape[1]
+    with torch.no_grad():
+        cache = _WatchedCache.for_layer(attn, x, max_len=T)
+        cache.append(*attn.project(x[:, :prefix])[1:])  # the prefix's keys and values
+        cache.appended.clear()
+        for t in range(prefix, T):
+            before = len(cache)
+            past_k = cache.keys[:, :, :before].clone()  # (B, H_kv, t - 1, D)
+            past_v = cache.values[:, :, :before].clone()
+            with refusing(reference_step if refuse else None):
+                got, problem = call_safely(fn, attn, x[:, t:t + 1], cache)
+            verdict = on_step(got, problem, before, len(cache), past_k, past_v,
+                              list(cache.appended))
+            if verdict is not None:
+                return verdict
+    return None
+
+
+def _step_problem(attn, x: torch.Tensor, t: int, got, problem, before: int, after: int,
+                  past_k, past_v, appended) -> str | None:
+    """What is wrong with the step at position t that gave `got` (or `problem`), or None."""
+    problem = _heads_problem(appended, attn) or problem
+    if problem is not None:
+        return problem
+    B = x.shape[0]
+    where = (f"at position {t} (B = {B}, n_heads = {attn.n_heads}, n_kv_heads = "
+             f"{attn.n_kv_heads}{', rotary' if attn.rotary else ''})")
+    with torch.no_grad():
+        expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
+        problem = tensor_problem(got, expected, name="your output")
+        if problem is not None:
+            named = [message for change, message in _STEP_MISTAKES if same(
+                got, _step(attn, x[:, t:t + 1], past_k, past_v, **change), 1e-5, 1e-4)]
+            return f"{where}, {(named or [problem])[0]}"
+    if after != before + 1:
+        return (f"{where}, the output is right but the cache went from {before} to "
+                f"{after} positions: append this token's key and value, once")
     return None
 
 
@@ -132,45 +183,24 @@ def _judge_step(fn):
     seed = grader_seed()
     first = True
     for attn, x, prefix in _decode_cases(*([] if seed is None else [seed])):
-        B, T, _ = x.shape
-        with torch.no_grad():
-            cache = _WatchedCache.for_layer(attn, x, max_len=T)
-            cache.append(*attn.project(x[:, :prefix])[1:])  # the prefix's keys and values
-            cache.appended.clear()
-            for t in range(prefix, T):
-                before = len(cache)
-                past_k = cache.keys[:, :, :before].clone()  # (B, H_kv, t - 1, D)
-                past_v = cache.values[:, :, :before].clone()
-                x_t = x[:, t:t + 1]  # (B, 1, d_model)
-                expected = recompute_step(attn, x[:, :t + 1])  # (B, 1, d_model)
-                with refusing(None if seed is None else reference_step):
-                    got, problem = call_safely(fn, attn, x_t, cache)
-                if first and problem is None and got is None:
-                    return none_returned(fn)
-                first = False
-                problem = _heads_problem(cache, attn) or problem
-                if problem is not None:
-                    return problem
-                where = (f"at position {t} (B = {B}, n_heads = {attn.n_heads}, n_kv_heads = "
-                         f"{attn.n_kv_heads}{', rotary' if attn.rotary else ''})")
-                problem = tensor_problem(got, expected, name="your output")
-                if problem is not None:
-                    named = [message for change, message in _STEP_MISTAKES if same(
-                        got, _step(attn, x_t, past_k, past_v, **change), 1e-5, 1e-4)]
-                    return f"{where}, {(named or [problem])[0]}"
-                if len(cache) != before + 1:
-                    return (f"{where}, the output is right but the cache went from {before} to "
-                            f"{len(cache)} positions: append this token's key and value, once")
+        at = iter(range(prefix, x.shape[1]))  # the position of each step
+
+        def on_step(got, problem, *rest, attn=attn, x=x, at=at):
+            nonlocal first
+            if first and problem is None and got is None:
+                return none_returned(fn)
+            first = False
+            return _step_problem(attn, x, next(at), got, problem, *rest)
+        verdict = _run_steps(fn, attn, x, prefix, seed is not None, on_step)
+        if verdict is not None:
+            return verdict
     return None
 
 
-@exercise("implement")
-def decode_step(fn):
-    """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
-    multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
-    it is right at every step, else `attnlab.core.kv_cache.decode_step`."""
+def _checked_step(fn, judge):
+    """`check_answer` with decode_step's words: in the kernel and in `make grade`'s process."""
     return check_answer(
-        fn, _judge_step, name="decode_step", reference=reference_step,
+        fn, judge, name="decode_step", reference=reference_step,
         success="matches recomputing the whole prefix at 5 positions of two grouped-query "
                 "layers (one rotary), and appends one position per step",
         todo="not attempted yet; write your function above and run the cell again.",
@@ -178,6 +208,77 @@ def decode_step(fn):
               "the cache; the query heads outnumber the key/value heads.",
               "project (at position len(cache)), append, give each query head the key/value "
               "head of its group, attend, merge the heads, project out."))
+
+
+@exercise("implement")
+def decode_step(fn):
+    """Your `fn(attn, x_t, cache) -> (B, 1, d_model)` for a grouped-query layer and a rotary
+    multi-query one, step after step, against recomputing the whole prefix. Returns `fn` when
+    it is right at every step, else `attnlab.core.kv_cache.decode_step`. `make grade` judges
+    it in two halves (`_Decode`)."""
+    return _checked_step(fn, _judge_step)
+
+
+class _Decode:
+    """`decode_step` in `make grade`'s two halves (`grading.split`): the grader's process draws
+    the layers (shipped as their weights) and the tokens from its seed; the kernel runs the
+    student's step after step on a cache it keeps there, attnlab's step refusing, and ships
+    each step's output, the cache's length before and after, its keys and values before the
+    step and the shapes appended (`calls`); the outputs are compared with recomputing the
+    prefix, and the named mistake found, in the grader's process (`judged`)."""
+    name = "decode_step"
+
+    def made(self, seed: int | None = None) -> list[tuple]:
+        return _decode_cases(*([] if seed is None else [seed]))
+
+    def expected(self, made: list[tuple]) -> None:
+        return None  # each step's reference is computed as it is judged (`_step_problem`)
+
+    def seconds_for(self, n: int) -> float:
+        return 5 * TIME_LIMIT_S + CHECK_WORK_S
+
+    def calls(self, fn, made: list[tuple]):
+        """The kernel's half: per case, the steps up to the first call that fails."""
+        if not callable(fn):
+            return f"expected a function, got {_kind(fn)}"
+        done: list[tuple] = []
+        for attn, x, prefix in made:
+            steps: list[tuple] = []
+
+            def on_step(got, problem, *rest, steps=steps):
+                if not done and not steps and problem is None and got is None:
+                    return none_returned(fn)
+                steps.append((got, problem, *rest))
+                return problem
+            verdict = _run_steps(fn, attn, x, prefix, True, on_step)
+            if isinstance(verdict, Verdict):
+                return verdict
+            done.append((steps, (attn, x.clone(), prefix), None, {}))
+            if verdict is not None:
+                break
+        return done
+
+    def judged(self, done, made: list[tuple], expected_all: None):
+        """The grader's half: `decode_step`'s line on the steps handed back."""
+        def judge(_):
+            if not isinstance(done, list):
+                return done
+            for (attn, x, prefix), (steps, _, _, _) in zip(made, done):
+                for t, (got, problem, before, after, past_k, past_v, appended) in zip(
+                        range(prefix, x.shape[1]), steps):
+                    problem = _step_problem(attn, x, t, got, problem, int(before), int(after),
+                                            past_k, past_v, [tuple(s) for s in appended])
+                    if problem is not None:
+                        return problem
+                if len(steps) < x.shape[1] - prefix:
+                    return "your notebook handed back fewer results than the check asked for"
+            if len(done) < len(made):
+                return "your notebook handed back fewer results than the check asked for"
+            return None
+        return _checked_step(... if done is ... else _IN_KERNEL, judge)
+
+
+decode_step.split = _Decode()
 
 
 # --- the KV cache's bytes per token --------------------------------------------------------------
