@@ -59,6 +59,30 @@ def test_the_judge_runs_the_students_function_on_fresh_inputs_and_refuses_attnla
 IMPLEMENTS = sorted(n for n, c in exercises.checks().items() if isinstance(c, exercises.Implement))
 
 
+def same_inputs(a, b) -> bool:
+    """Whether two lists of argument tuples hold the same values (tensors compared as values)."""
+    def flat(made):  # a module stands for its weights, a number for a tensor
+        return [w for args in made for x in args
+                for w in (x.state_dict().values() if isinstance(x, nn.Module)
+                          else [x if x is None or isinstance(x, str) else torch.as_tensor(x)])]
+    return len(flat(a)) == len(flat(b)) and all(
+        (torch.is_tensor(x) and torch.is_tensor(y) and x.shape == y.shape and torch.equal(x, y))
+        or (not torch.is_tensor(x) and not torch.is_tensor(y) and x == y)
+        for x, y in zip(flat(a), flat(b)))
+
+
+@pytest.mark.parametrize("name", IMPLEMENTS)
+def test_every_implement_check_is_graded_on_inputs_the_student_has_not_seen(name):
+    """Issue 49, item 1: under a grader, every declared implement check draws its inputs from
+    the grader's seed, so the values the notebook's check used (and the exercise module shows)
+    are not the graded ones, and two seeds give two sets of inputs."""
+    check = exercises.checks()[name]
+    args = check.exercise.args()
+    shown, graded = check.made(*args), check.made(*args, seed=12345)
+    assert not same_inputs(shown, graded), f"{name}: graded on the inputs the notebook shows"
+    assert not same_inputs(graded, check.made(*args, seed=54321)), f"{name}: one set of inputs"
+
+
 @pytest.mark.parametrize("name", IMPLEMENTS)
 def test_attnlabs_own_answer_earns_nothing_for_any_implement_check(name):
     """Issue 49, item 1, for every declared implement check: under a grader the check's reference,

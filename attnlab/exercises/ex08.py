@@ -55,13 +55,20 @@ def _padding_and_causal(real: torch.Tensor) -> torch.Tensor:
     return real[:, None, None, :] & causal_mask(real.shape[1])  # (B, 1, T, T)
 
 
-def _real_inputs() -> list[tuple[torch.Tensor]]:
+def _real_inputs(seed: int | None = None) -> list[tuple[torch.Tensor]]:
     """`real` (B, T) bool batches with padding on the right, on the left, on both sides and
     none, so that some real queries have padding keys in their past; B is never 1 or HEADS
-    and T never B or HEADS, so that a (B, T, T) mask cannot broadcast by luck."""
+    and T never B or HEADS, so that a (B, T, T) mask cannot broadcast by luck. A grader's
+    `seed` adds a batch (B = 4, T = 7) of random padding on both sides, unseen by the student."""
     rows = ([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1]],                            # B = 2, T = 5
             [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [0, 1, 1, 1, 0, 0]])
-    return [(torch.tensor(r, dtype=torch.bool),) for r in rows]
+    batches = [torch.tensor(r, dtype=torch.bool) for r in rows]
+    if seed is not None:
+        g = torch.Generator().manual_seed(seed)
+        left, right = torch.randint(0, 3, (2, 4), generator=g)  # (4,) each: pads per side
+        position = torch.arange(7)  # (T,)
+        batches.append((position >= left[:, None]) & (position < 7 - right[:, None]))  # (4, 7)
+    return [(real,) for real in batches]
 
 
 def _scores(real: torch.Tensor) -> tuple[int, int, int, int]:
@@ -128,14 +135,14 @@ padding_and_causal = Implement(
 
 # --- the decoder's loss, by teacher forcing ------------------------------------------------------
 
-def _loss_inputs() -> list[tuple[DecoderOnly, torch.Tensor]]:
+def _loss_inputs(seed: int = 7) -> list[tuple[DecoderOnly, torch.Tensor]]:
     """(model, seqs): an untrained causal decoder (float64, no gradients needed) and two
-    batches of sorting sequences (B, 14)."""
+    batches of sorting sequences (B, 14), drawn from `seed` (a grader's, else the notebook's)."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(7)
+        torch.manual_seed(seed)
         model = DecoderOnly(VOCAB, 16, 2, 32, max_len=16, dtype=torch.float64).eval()
     model.requires_grad_(False)
-    return [(model, sort_task(n, seed=70 + n)) for n in (3, 8)]
+    return [(model, sort_task(n, seed=10 * seed + n)) for n in (3, 8)]
 
 
 def _ce(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -196,9 +203,10 @@ unmasked_generation = Predict(
 
 # --- top-p (nucleus) filtering -------------------------------------------------------------------
 
-def _logit_inputs() -> list[tuple[torch.Tensor, float]]:
-    """(logits (B, V) float64, p): spread-out rows, and rows where one token alone reaches p."""
-    g = torch.Generator().manual_seed(11)
+def _logit_inputs(seed: int = 11) -> list[tuple[torch.Tensor, float]]:
+    """(logits (B, V) float64, p): spread-out rows, and rows where one token alone reaches p,
+    drawn from `seed` (a grader's, else the notebook's)."""
+    g = torch.Generator().manual_seed(seed)
     spread = torch.randn(4, 12, generator=g, dtype=torch.float64) * 1.5  # (4, 12)
     peaked = torch.randn(3, 7, generator=g, dtype=torch.float64)  # (3, 7)
     peaked[:, 2] += 6.0  # token 2 alone holds more than 0.9
@@ -291,14 +299,15 @@ temperature_diversity = Predict(
 
 # --- the decoder block, written out -----------------------------------------------------------
 
-def _block_inputs(norm: str = "post") -> list[tuple]:
+def _block_inputs(norm: str = "post", seed: int = 5) -> list[tuple]:
     """(block, x, context, mask): a block with cross-attention (context S != T, so that a
-    swapped query and context shows in the shape) and one without, float64, no gradients."""
+    swapped query and context shows in the shape) and one without, float64, no gradients,
+    drawn from `seed` (a grader's, else the notebook's)."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(5)
+        torch.manual_seed(seed)
         blocks = [DecoderBlock(16, 2, 32, cross=cross, norm=norm).double().eval()
                   for cross in (True, False)]
-    g = torch.Generator().manual_seed(5)
+    g = torch.Generator().manual_seed(seed)
     x = torch.randn(2, 5, 16, generator=g, dtype=torch.float64)  # (B, T, d_model)
     context = torch.randn(2, 4, 16, generator=g, dtype=torch.float64)  # (B, S, d_model)
     real = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.bool)  # (B, T)
@@ -378,7 +387,7 @@ decoder_block = Implement(
 
 pre_norm_block = Implement(
     "pre_norm_block", lambda block, x, context, mask: block(x, context, mask=mask),
-    lambda: _block_inputs("pre"), what="your x", atol=1e-12, rtol=0.0, no_grad=True,
+    lambda seed=5: _block_inputs("pre", seed), what="your x", atol=1e-12, rtol=0.0, no_grad=True,
     refuse=(DecoderBlock.forward,),
     success="your block is attnlab's pre-norm DecoderBlock, with and without cross-attention",
     mistakes=[

@@ -292,6 +292,20 @@ _CONFIGS = torch.tensor([[3, 5, 2, 7],
                          [4, 2, 1, 2]])
 
 
+def _configs(seed: int | None = None) -> list[tuple[torch.Tensor, ...]]:
+    """The table `bytes_per_token` is called on: `_CONFIGS`, or under a grader's `seed` four
+    configurations drawn from it, unseen by the student (n_kv_heads divides n_heads, which
+    divides d_model)."""
+    if seed is None:
+        return [tuple(_CONFIGS)]
+    g = torch.Generator().manual_seed(seed)
+    n_kv = torch.randint(1, 5, (4,), generator=g)  # (4,)
+    n_heads = n_kv * torch.randint(1, 5, (4,), generator=g)  # (4,)
+    d_model = n_heads * torch.randint(2, 33, (4,), generator=g)  # (4,)
+    layers, size = torch.randint(2, 41, (4,), generator=g), torch.randint(1, 5, (4,), generator=g)
+    return [(layers, d_model, n_heads, n_kv, size)]
+
+
 def _bytes_reference(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number):
     """`kv_cache.bytes_per_token` for each configuration of a table whose columns are tensors."""
     columns = zip(n_layers.tolist(), d_model.tolist(), n_heads.tolist(), n_kv_heads.tolist(),
@@ -309,7 +323,7 @@ def _bytes_problem(got, expected, *_) -> str | None:
 
 
 bytes_per_token = Implement(
-    "bytes_per_token", _bytes_reference, lambda: [tuple(_CONFIGS)], refuse=(reference_bytes,),
+    "bytes_per_token", _bytes_reference, _configs, refuse=(reference_bytes,),
     compare=_bytes_problem,
     success=f"matches attnlab's kv_cache.bytes_per_token on {_CONFIGS.shape[1]} configurations",
     mistakes=[
