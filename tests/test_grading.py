@@ -103,6 +103,26 @@ def test_attnlabs_own_module_earns_nothing_for_the_module_check():
     assert mark == "✗" and "attnlab's own version was called" in message, message
     assert attnlab.MultiHeadAttention(16, 4)(torch.ones(1, 2, 16))[0].shape == (1, 2, 16)
 
+@pytest.mark.parametrize("name, reference", [
+    ("ex03.uniform_scores", "attnlab.exercises.ex03._uniform_scores"),
+    ("ex09.decode_step", "attnlab.core.kv_cache.decode_step")])
+def test_a_hand_written_check_hands_back_its_reference_and_it_earns_nothing(name, reference,
+                                                                             tmp_path):
+    """The notebook rebinds the answer to what the check returns (`make_uniform =
+    ex03.uniform_scores(make_uniform, model)`), which is attnlab's reference when the answer is
+    wrong or untouched: a blank notebook must not earn the point with it, in the kernel's judge
+    or in `make grade`'s two halves, and the reference works again after."""
+    module, _, attr = reference.rpartition(".")
+    function = getattr(__import__(module, fromlist=[attr]), attr)
+    check = exercises.checks()[name]
+    args = lambda: check.exercise.args()  # noqa: E731
+    for answer in (function, lambda *a: function(*a)):
+        for mark, _, message in (grading.judge(name, lambda f=answer: f, args, seed=11),
+                                 _through_a_kernel(name, answer, 11, tmp_path)):
+            assert mark == "✗" and "attnlab's own version was called" in message, message
+    assert inspect.unwrap(function).__code__.co_name != "_refused"
+
+
 # --- `make grade`'s own process: the kernel only calls the student's function ------------------
 
 def _through_a_kernel(name, answer, seed, folder):

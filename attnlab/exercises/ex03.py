@@ -29,6 +29,7 @@ from . import (
     exercise,
     grader_seed,
     none_returned,
+    refusing,
 )
 
 # --- the encoder block, written out --------------------------------------------------------------
@@ -139,8 +140,8 @@ def _uniform_problem(fn, model: TinyTransformer, x: torch.Tensor) -> str | Verdi
     Verdict for a function that returns None. The scores are judged by the weights they give,
     so any one number for every score is right."""
     scores, normal = _seen(model, x)
-    with torch.no_grad():
-        got, problem = call_safely(fn, scores.clone())
+    with torch.no_grad(), refusing(_uniform_scores if grader_seed() is not None else None):
+        got, problem = call_safely(fn, scores.clone())  # a grader refuses the check's reference
     if problem or got is None:
         return problem or none_returned(fn)
     return _weights_problem(got, fn, model, x, scores, normal)
@@ -233,7 +234,7 @@ class _Uniform:
             return f"expected a function, got {_kind(fn)}"
         done = []
         for scores, x in made:
-            with torch.no_grad():
+            with torch.no_grad(), refusing(_uniform_scores):  # the check hands it back: no point
                 got, problem = call_safely(fn, scores.clone())
             if problem is None and got is None:
                 return none_returned(fn)
