@@ -17,6 +17,7 @@ from helpers import raises_each
 import attnlab
 from attnlab.core.measures import alignment_share, future_share, target_scores
 from attnlab.core.models import (
+    AttentionPooling,
     DecoderOnly,
     EncoderDecoder,
     TinyTransformer,
@@ -223,6 +224,25 @@ def test_float64_drawing_refuses_a_module_it_cannot_draw():
             draw_float64(module)
     norm = draw_float64(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2)))
     assert torch.equal(norm[1].weight, torch.ones(2, dtype=torch.float64))
+
+def test_attention_pooling_reads_every_state_that_is_not_all_zeros_and_nothing_else():
+    """A row of zeros is no token (padding, [CLS], [SEP]); any other row is one, even with zeros
+    among its numbers. The mask is computed at every training step, so it is the cheap form of
+    `states.ne(0).any(-1)` and must give the same tokens."""
+    head = AttentionPooling(4)
+    with torch.no_grad():
+        head.query.copy_(torch.tensor([1.0, -2.0, 0.5, 3.0]))
+    states = torch.randn(3, 5, 4)  # (N, T, d)
+    states[0, 3:] = 0.0  # two padding rows
+    states[0, 1, 0] = 0.0  # a real token with a zero among its numbers
+    states[1, 2] = torch.tensor([0.0, 0.0, -0.0, 1e-30])
+    states[1, 4] = -0.0  # negative zeros: no token either
+    states[2] = 0.0  # a text without tokens
+    weights = head.weights(states)  # (3, 5)
+    real = states.ne(0).any(-1)  # (3, 5)
+    assert torch.equal(weights > 0, real)
+    assert torch.allclose(weights.sum(-1), torch.tensor([1.0, 1.0, 0.0]))
+
 
 def test_token_ids_a_model_cannot_read_raise_clear_errors():
     model = TinyTransformer(63)

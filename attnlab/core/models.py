@@ -359,7 +359,7 @@ class AttentionPooling(nn.Module):
     def weights(self, states: torch.Tensor) -> torch.Tensor:
         """(N, T): how much each token's state counts, summing to one over real tokens."""
         scores = states @ self.query  # (N, T)   q · h_t
-        real = states.ne(0).any(-1)  # (N, T)
+        real = (states.amax(-1) != 0) | (states.amin(-1) != 0)  # (N, T)   any number not 0
         scores = scores.masked_fill(~real, float("-inf"))
         weights = torch.softmax(scores, dim=-1)  # (N, T)
         return torch.nan_to_num(weights)  # a text without tokens: no weight anywhere
