@@ -49,44 +49,47 @@ def test_induction_layer(capsys):
     expect(capsys, ex10.induction_layer, [1], "✎", "measured 2 (1 apart)", 2)
 
 
-STEPS = 20  # a short run of the real experiment, as the framework's hostile-answer test trains it
+STEPS = 20  # a short run of the real models, as the framework's hostile-answer test trains them
 
 
 def test_shorter_repeat_runs_the_experiment_itself(capsys):
-    short_test = repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))
-    short = evaluate(train_induction(2, repeat=(3, 6), steps=STEPS).model, short_test)
-    got = expect(capsys, ex10.shorter_repeat, [short["repeated"], short["repeated"] + 0.08], "✓",
-                 "that is the loss the experiment gives", STEPS)
-    assert got == [short["repeated"], short["repeated"] + 0.08]
+    model = train_induction(2, steps=STEPS).model
+    losses = [evaluate(model, repeat_task(N_TEST, seed=TEST_SEED, repeat=(n, n)))["repeated"]
+              for n in ex10.LENGTHS]
+    as_dict = dict(zip(ex10.LENGTHS, losses, strict=True))
+    got = expect(capsys, ex10.shorter_repeat,
+                 [losses, torch.tensor(losses) + 0.08, as_dict], "✓", "the losses the experiment "
+                 "gives at every length", STEPS)
+    assert got[0] == losses and got[2] == losses  # as a list, in the order of LENGTHS
+    assert torch.allclose(torch.tensor(got[1]), torch.tensor(losses) + 0.08)
 
 
 @pytest.fixture
 def measured(monkeypatch):
-    """The experiment's outcome as notebook 10 measures it, without training: the model trained
-    on repeats of 3-6 and the one trained on 6-12, each measured on the short repeats."""
-    losses = {("3-6", "short"): {"repeated": 2.77, "random": 3.51},
-              ("6-12", "short"): {"repeated": 1.76, "random": 4.1},
-              ("6-12", "usual"): {"repeated": 0.62, "random": 3.71}}
-
-    def trained(n_layers, repeat=(6, 12), **recipe):
-        return SimpleNamespace(model=f"{repeat[0]}-{repeat[1]}")
-
-    def evaluate(model, batch):
-        return losses[model, "short" if int(batch.size.max()) <= 6 else "usual"]
-
-    monkeypatch.setattr(ex10, "train_induction", trained)
-    monkeypatch.setattr(ex10, "evaluate", evaluate)
-    return losses
+    """The two models' losses per length as notebook 10 measures them, without training."""
+    two = [{"repeated": 3.0 - 0.25 * i, "random": 3.6 + 0.01 * i} for i in range(11)]
+    one = [{"repeated": 3.5 - 0.08 * i, "random": 3.7} for i in range(11)]
+    monkeypatch.setattr(ex10, "train_induction",
+                        lambda n_layers, **recipe: SimpleNamespace(model=n_layers))
+    monkeypatch.setattr(ex10, "evaluate_by_length", lambda model, lengths: {2: two, 1: one}[model])
+    return [r["repeated"] for r in two], [r["repeated"] for r in one], [r["random"] for r in two]
 
 
 def test_shorter_repeat_names_the_mistakes(capsys, measured):
+    reference, one_layer, random = measured
     for answer, mark, words in [
-        (2.77, "✓", "that is the loss the experiment gives"),
-        (2.70, "✓", "that is the loss the experiment gives"),
-        (1.76, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # short repeats
-        (0.62, "✗", "that is the model trained on repeats of 6 to 12 tokens"),  # its own test
-        (3.51, "✗", "looks like the loss on the random tokens"),
-        (1.0, "✗", "1.00 nats is not the loss the experiment gives"),
+        (reference, "✓", "the losses the experiment gives"),
+        ([v - 0.09 for v in reference], "✓", "the losses the experiment gives"),
+        (reference[::-1], "✗", "run from length 12 down to 2"),
+        (one_layer, "✗", "the one-layer model's losses"),
+        (random, "✗", "looks like the loss on the random tokens"),
+        ([1.2] * 11, "✗", "every length gives the same loss"),
+        (reference[:5] + [9.0] + reference[6:], "✗", "your loss for length 7, 9.00 nats, is not"),
+        (reference[:10], "✗", "expected 11 losses, one per length in LENGTHS (2 to 12), got 10"),
+        (reference[:10] + [float("nan")], "✗", "your loss for length 12 is nan"),
+        (2.5, "✗", "should be a list of 11 numbers, one per length in LENGTHS, got a float"),
+        ({n: 1.0 for n in range(1, 12)}, "✗", "should be a list of 11 numbers"),
+        (..., "○", "not attempted yet; run the experiment and put the losses in `by_length`"),
     ]:
         (got,) = expect(capsys, ex10.shorter_repeat, [answer], mark, words)
-        assert got == (answer if mark == "✓" else 2.77), answer
+        assert got == (answer if mark == "✓" else reference), answer

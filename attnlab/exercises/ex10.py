@@ -4,21 +4,24 @@
   `attnlab.core.measures.induction_score`;
 - `one_layer_loss` (predict): the one-layer model's loss on the repeated tokens;
 - `induction_layer` (predict): which layer of the two-layer model holds the induction heads;
-- `shorter_repeat` (explore): train the two-layer model on repeats of 3 to 6 tokens and report
-  its loss on the repeated tokens; the check runs the same experiment (cached, so a student
-  who ran it pays nothing more) and never prints the number; the loss of the model trained on
-  the usual repeats and the loss on the random tokens are named.
+- `shorter_repeat` (explore): the two-layer model's loss on the repeated tokens of test
+  sequences whose repeat is 2, 3, ..., 12 tokens long, shorter than any it was trained on and
+  then those; the check measures the same (never printing a number) and names the one-layer
+  model's losses, the random tokens' and the lengths in reverse order.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import torch
 
 from ..core.measures import induction_score as reference_score
 from ..core.measures import previous_occurrence, previous_token_score
 from ..core.recipes import INDUCTION
-from ..lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
+from ..lessons.induction import evaluate_by_length, train_induction
 from ..plumbing.report import fmt
-from . import Implement, Like, Predict, as_number, check_answer, exercise
+from . import Implement, Like, Predict, Verdict, _kind, as_number, check_answer, exercise
 
 # --- the induction score ---------------------------------------------------------------------
 
@@ -102,47 +105,79 @@ induction_layer = Predict(
            "position.")
 
 
-# --- explore: a shorter repeat -------------------------------------------------------------------
+# --- explore: shorter repeats --------------------------------------------------------------------
 
-SHORT = (3, 6)  # the shorter repeats of the exploration
+LENGTHS = range(2, 13)  # the exploration's repeat lengths: shorter than any trained on, then those
+
+
+def _losses(answer) -> tuple[list[float] | None, str | None]:
+    """(one float per length in LENGTHS, None) or (None, what is wrong with the answer); a dict
+    {length: loss} with LENGTHS as its keys is read in their order."""
+    n = len(LENGTHS)
+    if isinstance(answer, dict) and sorted(answer, key=str) == sorted(LENGTHS, key=str):
+        answer = [answer[length] for length in LENGTHS]
+    if isinstance(answer, torch.Tensor | np.ndarray):
+        answer = answer.tolist()
+    if isinstance(answer, str | bytes | dict) or not isinstance(answer, Sequence):
+        return None, f"your losses should be a list of {n} numbers, one per length in LENGTHS, " \
+                     f"got {_kind(answer)}"
+    if len(answer) != n:
+        return None, f"expected {n} losses, one per length in LENGTHS (2 to 12), got {len(answer)}"
+    values = []
+    for length, loss in zip(LENGTHS, answer, strict=True):
+        value, problem = as_number(loss, f"your loss for length {length}")
+        if problem:
+            return None, problem
+        values.append(value)
+    return values, None
 
 
 @exercise("explore", args=(20,))
 def shorter_repeat(answer, steps: int = INDUCTION.steps):
-    """Your loss (nats) on the repeated tokens of the notebook's `short_test` (500 sequences,
-    `repeat_task(N_TEST, seed=TEST_SEED, repeat=(3, 6))`) of the two-layer model trained by the
-    recipe on repeats of 3 to 6 tokens (`train_induction(2, repeat=(3, 6))`); right within 0.1
-    nats. `steps` is the recipe's (the tests train a shorter run)."""
-    test = repeat_task(N_TEST, seed=TEST_SEED, repeat=SHORT)
-    short = evaluate(train_induction(2, repeat=SHORT, steps=steps).model, test)
-    long_model = train_induction(2, steps=steps).model  # trained on the usual 6-12 repeats
-    long_test = repeat_task(N_TEST, seed=TEST_SEED)  # the notebook's usual test sequences
-    the_long_one = ("that is the model trained on repeats of 6 to 12 tokens; train a new model "
-                    "on repeats of 3 to 6")
+    """Your losses (nats), one per length n in LENGTHS, of the notebook's two-layer model on the
+    repeated tokens of 500 test sequences whose repeat is n tokens long (`evaluate_by_length`);
+    right where every one is within 0.1 nats. `steps` is the recipe's (the tests train a shorter
+    run). The check measures the models itself (the notebook's are cached, so a student pays
+    nothing more) and never prints a number of its own; the one-layer model's losses, the random
+    tokens' and the lengths in reverse order are named."""
+    two = evaluate_by_length(train_induction(2, steps=steps).model, LENGTHS)
+    one = evaluate_by_length(train_induction(1, steps=steps).model, LENGTHS)
+    reference = [r["repeated"] for r in two]
     mistakes = [
-        (evaluate(long_model, test)["repeated"], the_long_one),
-        (evaluate(long_model, long_test)["repeated"], the_long_one),
-        (short["random"], "that looks like the loss on the random tokens; take the repeated ones"),
+        (reference[::-1], "your losses run from length 12 down to 2; LENGTHS runs from 2 up to 12"),
+        ([r["repeated"] for r in one], "those are the one-layer model's losses; measure the "
+                                       "two-layer one (two.model)"),
+        ([r["random"] for r in two], "that looks like the loss on the random tokens; take the "
+                                     "repeated ones"),
     ]
 
+    def near(values, expected, tolerance):
+        return all(abs(v - e) <= tolerance for v, e in zip(values, expected, strict=True))
+
     def judge(answer):
-        value, problem = as_number(answer, "your loss")
+        values, problem = _losses(answer)
         if problem:
             return problem
-        if abs(value - short["repeated"]) <= 0.1:
-            return None
+        if near(values, reference, 0.1):
+            return Verdict.right(value=values)
         for wrong, what in mistakes:
-            if abs(value - wrong) <= 0.02:
+            if near(values, wrong, 0.02):
                 return what
-        return (f"{fmt(value, 2, guard=False)} nats is not the loss the experiment gives "
-                "(train on repeats of 3 to 6 tokens, then measure the repeated tokens of "
-                "short_test)")
+        if max(values) - min(values) < 1e-9:
+            return ("every length gives the same loss: make a new test batch for each length, "
+                    "with repeat=(n, n)")
+        length, value = next((n, v) for n, v, e in zip(LENGTHS, values, reference, strict=True)
+                             if abs(v - e) > 0.1)
+        return (f"your loss for length {length}, {fmt(value, 2, guard=False)} nats, is not what "
+                "the experiment gives (the two-layer model, a batch with repeat=(n, n), its "
+                "repeated tokens)")
 
     return check_answer(
-        answer, judge, name="shorter_repeat", reference=short["repeated"],
-        success="that is the loss the experiment gives",
-        hint=("train with train_induction(2, repeat=(3, 6)) and measure that model, not the "
-              "one of the sections above.",
-              "evaluate(model, short_test) returns the loss on the repeated tokens and on the "
-              "random ones; report the first."),
-        todo="not attempted yet; run the experiment and put the loss in `short_loss`.")
+        answer, judge, name="shorter_repeat", reference=reference,
+        success="those are the losses the experiment gives at every length",
+        hint=("for each length n, make a test batch whose repeat is n tokens long and measure "
+              "the model of the sections above (two.model) on it.",
+              "repeat_task(N_TEST, seed=TEST_SEED, repeat=(n, n)) makes the batch; evaluate(model, "
+              "batch) returns the loss on the repeated tokens and on the random ones: keep the "
+              "first, one per length, in the order of LENGTHS."),
+        todo="not attempted yet; run the experiment and put the losses in `by_length`.")

@@ -133,6 +133,15 @@ def evaluate(model: nn.Module, batch: Repeats) -> dict:
             "by_position": by_position}
 
 
+
+def evaluate_by_length(model: nn.Module, lengths=range(2, REPEAT[1] + 1)) -> list[dict]:
+    """`evaluate` on N_TEST test sequences whose repeat is exactly n tokens long, for each n in
+    `lengths`: how the copying fares on repeats shorter (or longer) than those it was trained
+    on. A length of 1 has no token the copying can predict (the second copy's first token is
+    never predictable), so lengths start at 2."""
+    lengths = [check_int("each length", n, minimum=2, maximum=LENGTH // 2) for n in lengths]
+    return [evaluate(model, repeat_task(N_TEST, seed=TEST_SEED, repeat=(n, n))) for n in lengths]
+
 @dataclass
 class Induction:
     """What `train_induction` returns: the trained model (eval mode), the recipe, and per
