@@ -67,8 +67,8 @@ key_names = [f"k{j} = {vec(K[j], 1)}" for j in range(len(K))]
 print(f"d_k = {d_k}, sqrt(d_k) = {fmt(math.sqrt(d_k), 3)}")
 
 # %% [markdown]
-# **Predict first.** The three weights will be positive and sum to 1. How much of the weight
-# does each key get? Write three numbers in the next cell before running the ones below it.
+# **Predict first.** The three weights will sum to 1. How much of the weight does each key
+# get? Write three numbers in the next cell before running the ones below it.
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # Ask the class before running: the query matches key 0 exactly, key 2 partly and key 1 not at
@@ -268,7 +268,7 @@ winner = ex01.key_2_wins(my_query, K)
 # One query that works lies halfway between key 0 and key 1: $q = [1, 1, 0, 0]$ scores 1 with
 # each of them and 1.4 with key 2, which has a share of both directions.
 #
-# Is pointing the query's way all it takes? Add a fourth key, $k_3 = [2, 0, 0, 0]$: the
+# Direction or length: which counts for more? Add a fourth key, $k_3 = [2, 0, 0, 0]$: the
 # direction of key 0, twice as long. It points the query's way less well than key 2 does.
 #
 # **Predict first:** with the four keys, which key gets the largest weight for $q = [1, 1, 0, 0]$?

@@ -94,7 +94,7 @@ show_figure()
 # %% [markdown]
 # The variances of the $d_k$ terms add up to $d_k$, so the standard deviation is $\sqrt{d_k}$:
 # about 16 at $d_k = 256$, a fitted slope of about 0.5 on log-log axes. Dividing by $\sqrt{d_k}$ brings
-# the spread back to about 1 whatever $d_k$ is: that is the whole point of the scale.
+# the spread back to about 1 at every $d_k$ in the plot, from 4 to 1024.
 
 # %% [markdown]
 # ## 2 · What that spread does to the softmax

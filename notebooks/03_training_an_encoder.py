@@ -64,9 +64,8 @@ for words, label, pos in test[:5]:
     print(f"{LABELS[label]:>8}  {marked}")
 
 # %% [markdown]
-# Which sentiment word follows "but" is a coin flip, so a review's *set* of words says nothing about
-# its label: a model that only counts words (a bag of words) is at chance, 50 %. A model must relate
-# words to their order; whether attention is the only way, we measure.
+# Which sentiment word follows "but" is a coin flip: the label turns on word order. A model must
+# relate words to their order; whether attention is the only way, we measure.
 #
 # The vocabulary maps words to ids: 0 is padding (`PAD`, to make a batch's rows equally long), 1 any
 # unknown word.
@@ -299,7 +298,7 @@ assert without.test_accuracy > 0.9 and max(without.history["test_acc"][:2]) < 0.
 #
 # - An encoder block is a few lines around notebook 01's attention: the padding mask,
 #   `LayerNorm(x + MHA(x))`, `LayerNorm(x + FFN(x))`, mean pooling. Adam trains it, through your
-#   block, on reviews a bag of words cannot solve.
+#   block, on reviews whose label turns on word order.
 # - Before reading attention, take it away: uniform weights cost this model accuracy (over 55
 #   models, 8 to 55 points). Yet the task needs no attention: the same recipe, uniform from the
 #   start, passed 0.9.

@@ -10,13 +10,13 @@
 # # 05 · What positional encodings are for
 #
 # Notebook 03's model added a learned position vector to every token. Did it need to? We remove
-# positions on a task where word order does not matter and on one where it is all that matters, then
-# compare learned, sinusoidal and rotary positions.
+# positions on a task where word order does not matter and on one that needs it, then compare
+# learned, sinusoidal and rotary positions.
 
 # %% [markdown]
 # ## What you will learn
 #
-# - why self-attention without positions reads a sentence as a set of words;
+# - what self-attention without positions does with a shuffled sentence;
 # - to run an ablation on tasks that do and do not need word order, and to test whether a trained
 #   model needs its attention;
 # - how long sinusoidal position vectors are beside token vectors, and why the original Transformer
@@ -61,7 +61,7 @@ d = TINY.d_model  # 32
 ENCODINGS = ("learned", "sinusoidal", "rotary", "none")
 
 # %% [markdown]
-# ## Without positions, attention sees a set
+# ## A shuffled sentence, without positions
 #
 # Self-attention compares tokens by content alone: shuffle the input and each token meets the same
 # partners with the same scores, so its output only moves to its new place. This is **permutation
@@ -107,7 +107,7 @@ assert c["states"] > 1 > 10 * c["mean"] and c["logits"] < c["mean"], "the mean m
 # - **bag**: one sentiment word among filler decides the label, wherever it stands.
 # - **contrast** (notebook 03's task): a sentiment word, "but", and a word of the other polarity;
 #   the word after "but" decides. Swap the two sentiment words and you get the **twin**: the same
-#   words, the opposite label. Both are equally likely.
+#   words, the opposite label.
 
 # %%
 for words, label, _ in make_reviews(2, seed=1):
@@ -212,8 +212,8 @@ ex05.contrast_without_positions(guess, table["contrast", "none"][0][0])
 # under uniform attention in each (chance: 0.5): the model needs both. Over 55 models of this recipe
 # every one lost at least 8 points, most more than 40. Without positions the model stays near
 # chance: it is a *bag-of-words* model, to which "dull but superb" and "superb but dull" are the
-# same input (one seed: the twins below show that no seed and no amount of training could do
-# better).
+# same input, and a review and its twin are equally likely (one seed: the twins below show that no
+# seed and no amount of training could do better).
 #
 # Are the learned runs still learning after 12 epochs?
 

@@ -466,9 +466,9 @@ for row in rights.values():
 # Far above chance, yet below the trained model in every seed, by more than two standard
 # errors of the paired difference; by how much varies from seed to seed. Uniform weights are
 # not "no attention": each image still receives its set's **mean** (nine of a kind, one other),
-# which already points at the odd one; the learned weights add the rest. In most models no
-# single head does the job: any one head made uniform costs less than half of what all four
-# cost.
+# which already points at the odd one; the learned weights add the rest. In all three models
+# here no single head does the job: any one head made uniform costs less than half of what all
+# four cost.
 
 # %% [markdown]
 # ### Where does the attention go?
@@ -583,13 +583,13 @@ assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()),
 #   to float precision. A raw-pixel model came within a few points centred, but lost more than
 #   0.3 moved 3 pixels, the embedding model less than 0.1.
 # - Uniform attention cost every seed accuracy but left far more than chance: the set's mean
-#   carries much of it. In most models any one head made uniform cost less than half of that;
+#   carries much of it. In all three here any one head made uniform cost less than half of that;
 #   which head does what changes with training.
 
 # %% [markdown]
 # ## Going further
 #
-# Optional: nothing on the main line needs it. The same network with random weights shows where
+# Optional: nothing on the main line needs it. The same network with random weights asks where
 # the tolerance of moves comes from; five results per search score retrieval another way; and
 # an explore exercise runs the set model on sets of other sizes.
 
@@ -601,9 +601,10 @@ assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()),
 # **pre-training's**, or the **architecture's**? A CNN slides each filter over every position
 # and averages its last feature map over positions, whatever its weights. The control: the same
 # MobileNetV2, built by Keras with **random weights** (`weights=None`, Keras's own initialisers:
-# `attnlab.embed_images(x, seed=s)`), three draws, in the same search. A random network embeds
-# as slowly as the trained one, so every row below uses the first 500 database images and the
-# first 300 queries, centred and moved as in section 3. (A query whose best match of its kind
+# `attnlab.embed_images(x, seed=s)`), three draws, in the same search. It is untrained: even its
+# BatchNorm statistics keep their starting values, never measured on images. A random network
+# embeds as slowly as the trained one, so every row below uses the first 500 database images and
+# the first 300 queries, centred and moved as in section 3. (A query whose best match of its kind
 # and best of another kind are a near-tie counts half: the last bits of a random network's
 # features, which differ between CPUs, would decide it.)
 
@@ -635,8 +636,11 @@ assert trained["centred"].mean() - trained["moved"].mean() < 0.1, "less than a t
 # Random weights already put images of a kind close on centred queries, far above chance. But
 # moved 3 pixels, every random draw loses a tenth of top-1 or more, where the ImageNet weights
 # lose less than a tenth, and on moved queries the pre-trained network beats every draw by more
-# than four standard errors. Convolutions and pooling alone do not give the tolerance of moves
-# here: the pre-training does. That is what the pre-trained network gives.
+# than four standard errors. One draw, though, loses about half of what pixels lose (0.15
+# against 0.29). So in these three draws the pre-trained weights tolerate moves far better than
+# random ones, and one random draw better than pixels. Three draws of an untrained network
+# (random weights, BatchNorm statistics never trained) do not say how much of a trained
+# network's tolerance comes from convolutions and pooling alone.
 
 # %% [markdown]
 # ### Five results instead of one

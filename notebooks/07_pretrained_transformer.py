@@ -22,8 +22,8 @@
 #   published numbers to 4 decimals;
 # - test whether a model needs its attention before reading its heads, and read them over many
 #   sentences;
-# - the weight a token receives is not the information it gives, and two interventions tell
-#   them apart;
+# - the weight a token receives need not be information it gives; two interventions test
+#   which;
 # - optional (*Going further*): what pre-training buys on unseen words, a reliability diagram,
 #   the sentiment app.
 #
@@ -58,9 +58,10 @@ attnlab.seed_everything(0)
 # %% [markdown]
 # ## The published weights in our blocks
 #
-# `load_minilm()` reads the config, builds the embeddings and six `attnlab.EncoderBlock`s (GELU,
-# post-norm, as in notebook 03) and renames each weight of the file onto our modules
-# (`attention.self.query` → `attn.q`, ...). Where the 22.6 M parameters sit:
+# `load_minilm()` reads the config, builds the embeddings and six `attnlab.EncoderBlock`s
+# (post-norm as in notebook 03, with **GELU**, a smoothed ReLU, in the feed-forward layer) and
+# renames each weight of the file onto our modules (`attention.self.query` → `attn.q`, ...).
+# Where the 22.6 M parameters sit:
 
 # %% slideshow={"slide_type": "subslide"}
 minilm = attnlab.load_minilm()
@@ -379,17 +380,18 @@ assert all(0.9 < moved["the sentiment word", how][0] < moved["a filler word", ho
 assert moved["[CLS]", "mask"][0] < moved["the sentiment word", "mask"][0] - 0.2
 
 # %% [markdown]
-# - A token that carries information loses it either way. Hiding the sentiment word as a key and
-#   zeroing its value move the sentence vectors about equally (cosines within 0.02 of each other)
-#   and both cost the head accuracy; a filler word moves them a little, both ways alike.
-# - `[CLS]` is the other kind: much weight, little content. Zero its value and nothing moves
+# - The sentiment word: hiding it as a key and zeroing its value move the sentence vectors about
+#   equally (cosines within 0.02 of each other) and both cost the head accuracy; a filler word
+#   moves them a little, both ways alike.
+# - `[CLS]` differs: much weight, little content. Zero its value and nothing moves
 #   (cosine above 0.99, the accuracy as it was, or one review of 100 off with other seeds):
 #   heads read almost nothing from it, as the sink reading says. Hide it as a key and the
 #   vectors move further than for any word (cosine below 0.7): its large weight goes to the
 #   words, read far more than the heads were trained to.
 #
-# **Weight on a token is not information from it; the two interventions tell them apart.** Where
-# they agree, the weight carried information; where only masking matters, it was parked.
+# **Weight on `[CLS]` was not information from it.** For these three tokens, where the two
+# interventions agreed, the token carried information; where only masking mattered, the weight
+# looks parked. Three tokens suggest a test, not a law.
 
 # %% [markdown]
 # ## Heads with a job, and what "it" reads
@@ -547,7 +549,7 @@ assert second[0] - second[1] > 1e-3, "the top head is not a near tie another CPU
 #   (22 seeds).
 # - `[CLS]` receives the most attention in every layer of ten probe sentences, yet zeroing its
 #   value changes almost nothing while hiding it as a key moves the vectors far; for the
-#   sentiment word both do about the same: weight on a token is not information from it.
+#   sentiment word both do about the same: weight on `[CLS]` was not information from it.
 # - In seven minimal pairs the weights of *it* move only a little more than in seven control
 #   pairs, and no head follows the referent in every pair.
 

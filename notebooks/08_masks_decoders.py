@@ -179,8 +179,8 @@ show_figure()
 # ## 2 · A task for a decoder: sort six digits
 #
 # Each sequence is `BOS` (the beginning), six random digits, `SEP` (a separator), then the digits
-# sorted. The *loss* is the cross-entropy, −ln p(right token) in nats, averaged over the 13 next
-# tokens.
+# sorted. The *loss* is the cross-entropy, −ln p(right token) in *nats* (the unit of a
+# natural-log loss; 1 nat ≈ 1.44 bits), averaged over the 13 next tokens.
 #
 # A random digit costs at best ln 10 = 2.303 nats (each digit gets 1/10); the other seven follow
 # exactly from the past and can cost 0. The average, 6 × 2.303 / 13, is the task's
@@ -386,7 +386,7 @@ assert (pointing["hit_rate"] > 1.5 * pointing["base_rate"]).all()
 # ### The weight on BOS: an attention sink
 #
 # An *attention sink* takes weight and gives back almost nothing, as MiniLM's `[CLS]` did in
-# notebook 06. Test `BOS` with `hide_key`: zero its value (the weights stay) or hide it as a
+# notebook 07. Test `BOS` with `hide_key`: zero its value (the weights stay) or hide it as a
 # key.
 
 # %%
@@ -414,8 +414,8 @@ assert zeroed_cost < 1.0 and hidden_cost > 1.0 and hidden_cost > 3 * zeroed_cost
 
 # %% [markdown]
 # Zeroing `BOS`'s value raises the random digits' loss by less than a nat. Hiding it as a key
-# sends its weight to earlier digits, from which the queries predict the next wrongly: their
-# loss jumps more than a nat above ln 10, several times what zeroing cost.
+# sends its weight to earlier digits, and the random digits' loss jumps more than a nat above
+# ln 10, the loss of a uniform guess: several times what zeroing cost.
 # What the sorted digits lose depends on the training run; the next cell repeats both tests on
 # sorters trained by the same recipe with seeds 1 and 2.
 
@@ -727,7 +727,7 @@ for model_name, model in (("sorter (300 steps)", masked), ("sorter (100 steps)",
 # %% tags=["remove-cell"]
 trained, short = beam_gain["sorter (300 steps)"], beam_gain["sorter (100 steps)"]
 assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
-assert short["changed"] > 20 and short["gain"] > 0.01  # 30 seeds: 36-116 changed, gain >= 0.02
+assert short["changed"] > 20 and short["gain"] > 0.01  # 30 seeds: 36-116 changed (seed 2: 136), gain >= 0.02
 for lp in mean_logp.values():
     assert lp["the right answer"] <= lp["greedy"], "the model prefers its own answers"
 assert mean_logp["sorter (100 steps)"]["the right answer"] < mean_logp["sorter (100 steps)"]["greedy"]
@@ -767,7 +767,8 @@ for s in sorters:
 
 # %% tags=["remove-cell"]
 # Measured over 30 seeds' sorters: at 300 steps at most 2 answers changed and |gain| <= 0.0023;
-# at 100 steps 36-116 changed, gain 0.02-0.08, and digits right -0.004 (seed 11) to +0.042
+# at 100 steps 36-116 changed (seed 2: 136), gain 0.02-0.08, digits right -0.004 (seed 11)
+# to +0.042
 for s in sorters:
     trained, early_s = seed_beams[s, 300], seed_beams[s, 100]
     assert trained["changed"] <= 10 and abs(trained["gain"]) < 0.005
@@ -777,18 +778,17 @@ assert more_right >= 2, "beam search's answers are right more often for most les
 assert all(abs(b["right"][1] - b["right"][0]) < 0.06 for b in seed_beams.values()), "by a little"
 
 # %% [markdown]
-# Every seed tells the same story: beam search all but ignores the well-trained sorters and
+# All three seeds tell the same story: beam search all but ignores the well-trained sorters and
 # raises the probability of the less-trained ones' answers. Their digits right move by little,
-# upwards for most of these sorters. (With another seed, one less-trained sorter got a few
+# upwards for all three. (With another seed, one less-trained sorter got a few
 # digits fewer right: beam search finds what the model finds more likely, and that is not
 # always what is right.)
 
 # %% [markdown]
 # ### Sampling: temperature, top-k, top-p
 #
-# Instead of the most likely token, a generator can *draw* one from softmax(logits / τ). At
-# temperature τ = 1 that is the model's own distribution; below 1 it is sharper (towards
-# greedy), above 1 flatter (towards uniform). Two filters cut the unlikely tail before the draw:
+# Instead of the most likely token, a generator can *draw* one from softmax(logits / τ): the
+# logits divided by the *temperature* τ. At τ = 1 that is the model's own distribution. Two filters cut the unlikely tail before the draw:
 # *top-k* keeps the k most likely tokens, *top-p* (nucleus sampling) the smallest set of most
 # likely tokens whose probability reaches p. The rest get logit −∞, so probability 0, and the
 # kept ones are renormalised.
@@ -913,7 +913,7 @@ for name in ("τ 2, top-k 2", "τ 2, top-p 0.9"):
 #
 # In short: beam search maximises the model's probability (on the trained sorters it writes
 # what greedy writes, all but a few answers; on less-trained ones it raises the log-probability,
-# and the accuracy by little, mostly upwards), and sampling trades accuracy for variety, less so when top-k or
+# and the accuracy by little, upwards here), and sampling trades accuracy for variety, less so when top-k or
 # top-p cut the tail.
 
 # %% [markdown]

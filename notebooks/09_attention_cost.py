@@ -769,7 +769,7 @@ assert big_times[H_BIG] > 1.3 * big_times[1] and big_times[H_BIG] > big_times[H_
 
 # %% [markdown]
 # The FLOPs were the same, the times were not: the step with 8 key/value heads took the longest,
-# and the one with 1 took less than 1/1.3 of its time. What differed is the bytes of cache each
-# step reads. A decoding step does little arithmetic per number it reads (18.9 MFLOPs for the
-# 8.4 million numbers of the 8-head cache, about 2 each), so reading the cache costs time of its
-# own. Fewer key/value heads mean fewer bytes per token, in memory and in every step.
+# over 1.3 times as long as with 1. What differed is the cache's size, and each step reads all
+# of it. A decoding step does little arithmetic per number it reads (18.9 MFLOPs for the
+# 8.4 million numbers of the 8-head cache, about 2 each), so reading the cache can take time of
+# its own. Fewer key/value heads mean fewer bytes per token, in memory and in every step.

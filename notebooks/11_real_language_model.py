@@ -7,13 +7,13 @@
 # ---
 
 # %% [markdown]
-# # 10 · A real language model, in our own attention code
+# # 11 · A real language model, in our own attention code
 #
-# Everything so far ran on models we trained in seconds, or on an encoder (notebook 07). Here
-# is a real, modern language model: **SmolLM2-135M-Instruct** (Hugging Face, 2024), 135 million
+# So far: models we trained in seconds, and an encoder (notebook 07). Here is a real, modern
+# language model: **SmolLM2-135M-Instruct** (Hugging Face, 2024), 135 million
 # numbers in 30 layers. We read its file ourselves, load its weights into notebook 01's
-# `MultiHeadAttention`, and find in it rotary positions (05), grouped-query heads and the KV
-# cache (09), sampling (08) and induction heads (10).
+# `MultiHeadAttention`, find in it rotary positions (05), grouped-query heads and the KV cache
+# (09) and sampling (08), and look for induction heads (10).
 
 # %% [markdown]
 # ## What you will learn
@@ -22,8 +22,8 @@
 # - that a Llama block is a pre-norm block with three small changes (RMSNorm, a gated
 #   feed-forward layer, no biases), by writing it yourself and running SmolLM2's weights in it;
 # - how the model writes: greedy, sampled, and in its chat format; what the KV cache saves;
-# - whether notebook 10's induction heads exist in a model trained on real text, and what it
-#   loses without them;
+# - whether notebook 10's induction heads exist in a model trained on real text, and whether
+#   it needs them;
 # - where most of its heads put their weight when they have nothing to read.
 #
 # Assumes: notebooks 02 (a multi-head attention module), 05, 08 (the pre-norm block), 09 and 10
@@ -75,7 +75,8 @@ print(f"{len(kinds)} tensors by number type:", {k: kinds.count(k) for k in sorte
 # %% [markdown]
 # Most weights are **Q4_1**: blocks of 32 numbers that share a scale $d$ and a minimum $m$ (two
 # 16-bit floats), each number stored as a 4-bit integer $q$ from 0 to 15, and read back as
-# $x = d\,q + m$. The 20 bytes of the first block of layer 0's $W_Q$:
+# $x = d\,q + m$. (The one **Q8_0** tensor: 32 signed 8-bit $q$ a block and one 16-bit scale,
+# no minimum: $x = d\,q$.) The 20 bytes of the first block of layer 0's $W_Q$:
 
 # %%
 block = torch.from_numpy(file.raw("blk.0.attn_q.weight")[:20].copy())  # (20,) uint8
@@ -153,8 +154,9 @@ print(f"read and decoded in {load_seconds:.1f} s; "
 assert isinstance(attn, attnlab.MultiHeadAttention) and (attn.n_heads, attn.n_kv_heads) == (9, 3)
 
 # %% [markdown]
-# The tokenizer is byte-level BPE (GPT-2's), built from the vocabulary and merges in the file.
-# A text becomes pieces, each piece an id; digits go one by one:
+# The tokenizer is GPT-2's byte-level **BPE** (byte-pair encoding: a vocabulary of frequent
+# byte sequences, built by repeatedly merging the most frequent adjacent pair), read from
+# the file. A text becomes pieces, each piece an id; digits go one by one:
 
 # %%
 for text in ("Once upon a time", "Attention is all you need.", "In 2024, 135 million numbers."):
@@ -366,10 +368,10 @@ for name, seconds in step.items():
     print(f"{name:15} {seconds * 1e3:7.0f} ms per token, {1 / seconds:6.1f} tokens per second")
 
 # %% [markdown]
-# ## 6 · Induction heads in a real model
+# ## 6 · Looking for induction heads
 #
-# Notebook 10's test: a start token, 50 random tokens, the same 50 again. Nothing predicts the
-# first copy; a model that copies from its context predicts the second.
+# Notebook 10's test: a start token, 50 random tokens, the same 50 again. Nothing in the
+# context predicts the first copy; the second repeats it.
 #
 # **Predict first.** A uniform guess over 49,152 tokens costs $\ln 49152 = 10.8$ nats. What
 # loss (nats per token) does SmolLM2 have on the *second* copy?
@@ -445,13 +447,17 @@ best_layer = induction_heads[0][0]
 previous_layers = [layer for layer, _ in top_heads(scores["previous"], 3)]
 assert best > 0.5 and best > 20 * uniform.item() and 9 <= best_layer <= 24
 assert min(previous_layers) < best_layer  # a previous-token head below the best induction head
+# and one above it (L19 H3 0.69, L22 H1 0.61: 5th and 6th of 270, the 7th 0.46)
+assert max(layer for layer, _ in top_heads(scores["previous"], 6)) > best_layer
 shared = collections.Counter((layer, head // group) for layer, head in induction_heads[:4])
 assert max(shared.values()) >= 2, "query heads of one group among the top four"
 
 # %% [markdown]
 # A few heads in the middle of the stack put more than half their weight on the token after
-# the previous occurrence, tens of times the uniform level; strong previous-token heads sit in
-# earlier layers. That is notebook 10's circuit, in a model nobody built to have it.
+# the previous occurrence, tens of times the uniform level. Strong previous-token heads sit
+# before and after these layers (L19 H3, L22 H1 on the right-hand map): both kinds of head in
+# notebook 10's circuit, in a model nobody built to have them. Whether the previous-token heads
+# feed the induction heads is not tested here.
 #
 # The last column shows grouped-query attention (09): several top induction heads share one
 # key/value head, reading the same keys and values and differing only in their queries.
@@ -515,12 +521,11 @@ assert c1 > c0 + 2, "and the previous-token head"
 
 # %% [markdown]
 # Without its four strongest induction heads the model copies far worse, while the paragraph's
-# loss moves by a small fraction of that: ordinary text rarely repeats a long stretch. Four
-# other heads drawn at random cost the copy much less in most draws. (With other seeds a draw
-# now and then hits a head the model needs for every text: then the paragraph suffers as much
-# as the copy.) The strongest previous-token head alone costs the copy a lot too: copying takes
-# both halves of 10's circuit, the head that writes what came before each token and the heads
-# that look it up.
+# loss moves by a small fraction of that: ordinary text rarely repeats a long stretch. Each
+# random draw costs the copy much less; draw 2 costs the paragraph 0.50 nats, more than the
+# copy (0.40) and than the top 4 (0.18). Over 24 seeds, one draw came within 3.2 nats of the
+# top 4's cost to the copy, and cost the paragraph 2.9. The strongest previous-token head alone
+# costs the copy a lot too. (This second copy is over two sequences, not four: 3.06, not 3.50.)
 
 # %% [markdown]
 # ### Explore: how many heads must go?
@@ -559,11 +564,12 @@ print(f"uniform level {fmt(level, 3)}; mean over the 270 heads {fmt(first.mean()
 assert first.mean() > 5 * level and (first > 0.3).sum() > 100
 
 # %% [markdown]
-# More than a third of the heads put over 0.3 of their weight on the first token, whatever it
-# is, several times the uniform level: an **attention sink**. Softmax must give its weight
-# somewhere; a head with nothing useful to read leaves it on a token it can always see. What
-# does that weight do? Hide position 0 from every head (`attnlab.core.interventions.hide_key`, notebook 08)
-# and measure the paragraph's tokens after the first:
+# More than a third of the heads put over 0.3 of their weight on the first token (the start
+# token in all four sequences), several times the uniform level: an **attention sink**. Softmax
+# must give its weight somewhere; a head with nothing useful to read leaves it on a token it can
+# always see. What does that weight do? Hide position 0 (the paragraph's "The") from every
+# head (`attnlab.core.interventions.hide_key`, notebook 08) and measure the paragraph from
+# position 1 on (position 0 would read nothing: hence 3.12, not section 7's 3.23):
 
 # %%
 attns = [block.attn for block in model.blocks]
@@ -576,29 +582,26 @@ print(f"paragraph loss {fmt(plain, 2)} nats; without position 0 in any head {fmt
 assert hidden > plain
 
 # %% [markdown]
-# Hidden, the sink's weight goes to real tokens and the paragraph's loss rises: the
-# model relies on a place to put weight it does not want to spend (Xiao et al. 2023 call it an
-# attention sink, and keep the first tokens for it when they cut a long context). How much the
-# loss rises is a fact of this paragraph; the share of weight the sink holds was measured over
-# four sequences.
+# Hidden, its weight goes to other tokens and the loss rises: in this one paragraph and
+# ablation, the model uses a place to put weight it does not want to spend (Xiao et al. 2023
+# named it).
 
 # %% [markdown]
 # ## What we learned
 #
-# - A 4-bit weight file is blocks of 32 numbers, each block a scale and a minimum and 4 bits a
-#   number: 5 bits a weight instead of 32.
-# - The Llama block is pre-norm, with RMSNorm, a gated feed-forward layer and no biases;
-#   yours, with SmolLM2's weights, gives the same logits to float32 rounding and writes the
-#   same greedy text.
-# - The KV cache of 09 holds what its formula says, and a step with it runs one token instead
-#   of the whole context.
-# - SmolLM2 has induction heads in the middle of its stack, with previous-token heads below:
-#   on a repeated random sequence the second copy costs less than a third of the first.
-#   Making the top 4 uniform raises that loss sharply, as does the strongest previous-token
-#   head alone; 4 other heads drawn at random cost much less in most draws, and an ordinary
-#   paragraph's loss moves by a small fraction of the copy's.
+# - Q4_1 stores 32 numbers a block as 4-bit integers with a scale and a minimum: 5 bits a
+#   weight instead of 32.
+# - The Llama block is pre-norm with RMSNorm, a gated feed-forward layer and no biases; yours,
+#   on SmolLM2's weights, matches its logits to float32 rounding and its greedy text.
+# - The KV cache holds what 09's formula says; a step with it runs one token, not the whole
+#   context.
+# - SmolLM2 has induction heads mid-stack and strong previous-token heads before and after
+#   them (their link untested); the second copy of a random sequence costs under a third of the
+#   first. Making the top 4 uniform, or the strongest previous-token head, raises that loss
+#   sharply; random draws of 4 other heads cost it much less, and the top 4 cost the
+#   paragraph a small fraction of that.
 # - More than a third of the heads put over 0.3 of their weight on the first token (an
-#   attention sink); taking it away raises the loss.
+#   attention sink); hiding it raised one paragraph's loss.
 
 # %% tags=["nbval-ignore-output"]
 print(f"peak memory of this notebook: {process_peak_memory() / 2**30:.2f} GiB")
