@@ -30,7 +30,7 @@ def test_dequantize_a_block(capsys):
                   "dequantize_q4_1: matches "
                   "attnlab.pretrained.gguf.dequantize on 4 Q4_1 blocks.") == answers
     expect(capsys, ex11.dequantize_q4_1, [lambda b: right(b).double()], "✗",
-           "your numbers has dtype torch.float64, expected torch.float32")
+           "your block of numbers has dtype torch.float64, expected torch.float32")
 
 
 def test_repeat_loss(capsys):
@@ -70,6 +70,40 @@ def test_a_loop_that_never_set_the_answer_is_an_attempt(capsys):
     assert expect(capsys, check, [...], "✗", "your code called copy_loss_without: the loop "
                   "ended without setting heads_needed", loss, 14.0) == [3]
     assert expect(capsys, check, [3], "✓", "fewest heads", loss, 14.0) == [3]
+
+
+def test_a_rerun_cell_starts_a_new_count(capsys):
+    """Re-running the explore cell defines copy_loss_without again, with an empty cache, and
+    CPython often gives it the id of a function freed before (the third definition takes the
+    first's). Two runs whose loop finds the answer, then one whose loop finds nothing: that is
+    an attempt (✗), not ○, however many calls an earlier function had at its check."""
+    cell = {}  # the notebook's globals
+
+    def run_cell(loop):  # the cell: define copy_loss_without (rebinding the name), loop, check
+        @functools.cache
+        def copy_loss_without(k):
+            return 4.0 + k  # half of 14 is first reached at k = 3
+
+        cell["copy_loss_without"] = copy_loss_without
+        return ex11.heads_to_break_copy(loop(copy_loss_without), copy_loss_without, 14.0)
+
+    def full_loop(loss):
+        k = 1
+        while loss(k) < 7.0:
+            k += 1
+        return k
+
+    def finds_nothing(loss):
+        for k in range(1, 3):  # stops too soon and sets nothing
+            if loss(k) >= 7.0:
+                return k
+        return ...
+
+    for _ in range(5):  # a few rounds, so that an id is reused whatever the allocator does
+        for loop, mark, words in ((full_loop, "✓", "fewest heads"),
+                                  (full_loop, "✓", "fewest heads"),
+                                  (finds_nothing, "✗", "the loop ended without setting")):
+            assert expect(capsys, run_cell, [loop], mark, words) == [3]
 
 
 def my_rms(x, weight, eps):

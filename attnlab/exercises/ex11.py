@@ -12,7 +12,9 @@ Each implement check's mistakes are its classic wrong answers, written as a stud
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import weakref
 
 import numpy as np
 import torch
@@ -74,7 +76,7 @@ def _high(b):
 
 
 dequantize_q4_1 = Implement(
-    "dequantize_q4_1", _reference, _blocks, what="your numbers", atol=1e-6, view=_float,
+    "dequantize_q4_1", _reference, _blocks, what="your block of numbers", atol=1e-6, view=_float,
     refuse=(dequantize,), success="matches attnlab.pretrained.gguf.dequantize on 4 Q4_1 blocks",
     mistakes=[
         Like(lambda b: _d(b) * torch.stack([_low(b), _high(b)], 1).flatten() + _m(b),
@@ -134,7 +136,7 @@ def heads_to_break_copy(answer, copy_loss_without, first_copy: float):
         return None
 
     todo = "not attempted yet; put the number of heads in `heads_needed`."
-    if _calls(copy_loss_without) > _calls_after_check.get(id(copy_loss_without), 0):
+    if _calls(copy_loss_without) > _calls_at_last_check(copy_loss_without):
         todo = Verdict.wrong(
             "heads_needed is still `...`, though your code called copy_loss_without: the loop "
             "ended without setting heads_needed")
@@ -147,11 +149,24 @@ def heads_to_break_copy(answer, copy_loss_without, first_copy: float):
         hint=("try k = 1, 2, 3, ... with copy_loss_without(k) and stop at the first k whose "
               "loss reaches first_copy / 2.",
               "k = 1; while copy_loss_without(k) < first_copy / 2: k += 1"))
-    _calls_after_check[id(copy_loss_without)] = _calls(copy_loss_without)
+    with contextlib.suppress(TypeError):  # not weak-referenceable (no function): not remembered
+        _calls_after_check[copy_loss_without] = _calls(copy_loss_without)
     return result
 
 
-_calls_after_check: dict[int, int] = {}  # id(copy_loss_without) -> its calls when a check ended
+# copy_loss_without -> its calls when a check of it ended. Keyed by the function itself, held
+# weakly, not by its id: re-running the cell defines a new function with an empty cache, and
+# CPython may give it the id of one freed before, whose count would hide the new loop's calls.
+_calls_after_check: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _calls_at_last_check(copy_loss_without) -> int:
+    """The calls `copy_loss_without` had when the last check of it ended; 0 for one never
+    checked (a cell run again defines a new function: its count starts at 0)."""
+    try:
+        return _calls_after_check.get(copy_loss_without, 0)
+    except TypeError:  # not weak-referenceable (or unhashable)
+        return 0
 
 
 def _calls(copy_loss_without) -> int:
