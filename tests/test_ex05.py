@@ -57,8 +57,10 @@ def test_rescaled_reach(capsys):
            "rescaled learned positions: that is what the experiment gives.", UNSCALED)
     for answers, words in [
         ([UNSCALED], "the run used the table as drawn or another factor"),
-        ([reach - 1], "one too early: epochs count from 1"),
-        ([13, 2.5], "is not what this experiment gives"),
+        ([reach - 1], "one epoch too early: if you took the position in the list, epochs count "
+                      "from 1, as history['epoch'] does; if not, check the factor"),
+        ([13], "13 is not what this experiment gives"),  # an epoch is shown as a whole number
+        ([2.5], "2.5 is not what this experiment gives"),
     ]:
         returned = expect(capsys, ex05.rescaled_reach, answers, "✗", words, UNSCALED)
         assert returned == [reach] * len(answers), words

@@ -83,7 +83,7 @@ softmax_slope = Implement(
           "torch.diag_embed(w) puts w on the diagonal of an (..., n, n) matrix, and "
           "w.unsqueeze(-1) * w.unsqueeze(-2) is the product w_i·w_j for every pair; subtract "
           "the second from the first."),
-    what="your slopes")
+    what="your slope matrix")
 
 
 # --- implement: a multi-head attention module ----------------------------------------------------

@@ -121,10 +121,12 @@ def rescaled_reach(answer, unscaled):
                  "with std d^-1/2; the factor turns the first into the second."))
         if reference is not None and value == reference - 1:
             return Verdict.wrong(
-                "one too early: epochs count from 1, as history['epoch'] does",
+                "one epoch too early: if you took the position in the list, epochs count from "
+                "1, as history['epoch'] does; if not, check the factor",
                 "the answer is the entry of history['epoch'] beside the first test accuracy of "
                 "at least 0.9, not its index in the list.")
-        return f"{fmt(value, 1, guard=False)} is not what this experiment gives ({expected})"
+        shown = str(int(value)) if value.is_integer() else fmt(value, 1, guard=False)
+        return f"{shown} is not what this experiment gives ({expected})"
 
     return check_answer(
         answer, judge, name="rescaled learned positions", reference=reference,

@@ -231,7 +231,7 @@ def _logits_problem(got, expected: torch.Tensor, x, p) -> str | None:
     """The comparison of filtered logits, whose dropped entries are -inf on both sides."""
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape \
             or got.dtype != expected.dtype:
-        return tensor_problem(got, expected, name="your logits")
+        return tensor_problem(got, expected, name="your logits tensor")
     if torch.equal(torch.isinf(got), torch.isinf(expected)) \
             and torch.allclose(got, expected, rtol=1e-12, atol=0.0):
         return None
