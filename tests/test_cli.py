@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from helpers import use_shared_assets
+from traitlets.config.loader import PyFileConfigLoader
 
 from attnlab.plumbing import assets, cli
 from attnlab.plumbing.assets import Asset
@@ -128,3 +129,25 @@ def test_python_m_attnlab_doctor_runs(tmp_path, monkeypatch):
     all_ok = all(line.split()[1] == "ok" for line in lines)
     assert done.returncode == (0 if all_ok else 1), done.stdout + done.stderr
     assert done.stderr == ""
+
+
+def test_kernel_makes_every_kernel_load_the_order_help(tmp_path, capsys):
+    """`python -m attnlab kernel` adds one line to the environment's kernel config: IPython then
+    loads attnlab.exercises.order in every kernel; a user's own settings there are kept, and a
+    second run adds nothing."""
+    config = tmp_path / "etc" / "ipython" / "ipython_kernel_config.py"
+    config.parent.mkdir(parents=True)
+    config.write_text("c.IPKernelApp.matplotlib = 'inline'", encoding="utf-8")  # the user's own
+    assert cli.kernel(prefix=str(tmp_path)) == 0 and cli.kernel(prefix=str(tmp_path)) == 0
+    assert "already set" in capsys.readouterr().out
+    loaded = PyFileConfigLoader(config.name, str(config.parent)).load_config()
+    assert loaded.IPKernelApp.matplotlib == "inline"
+    assert loaded.InteractiveShellApp.extensions.get_value([]) == ["attnlab.exercises.order"]
+    assert config.read_text(encoding="utf-8").count("attnlab.exercises.order") == 1
+
+
+def test_kernel_says_where_it_cannot_write(tmp_path, capsys):
+    blocked = tmp_path / "etc"
+    blocked.write_text("a file where a folder should be", encoding="utf-8")
+    assert cli.kernel(prefix=str(tmp_path)) == 1
+    assert "could not write" in capsys.readouterr().err

@@ -224,6 +224,7 @@ import importlib.util, subprocess, sys
 if importlib.util.find_spec("attnlab") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", {source!r}], check=True)
     subprocess.run([sys.executable, "-m", "attnlab", "fetch"], check=True)  # models and data
+    subprocess.run([sys.executable, "-m", "attnlab", "kernel"], check=True)  # after a restart
 else:
     print("attnlab is installed: nothing to do")"""
 

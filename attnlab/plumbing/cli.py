@@ -2,11 +2,13 @@
 
     python -m attnlab fetch [NAME ...]  download what is missing, verify all (exit 0 = all ok)
     python -m attnlab doctor            one line per asset: status, where found (exit 0 = all ok)
+    python -m attnlab kernel            this environment's kernels name the cell to run first
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import assets
 
@@ -66,6 +68,35 @@ def fetch(names: list[str] | None = None, out=None) -> int:
     return 1 if failed else 0
 
 
+EXTENSION = "attnlab.exercises.order"
+KERNEL_LINE = (f"c.InteractiveShellApp.extensions.append({EXTENSION!r})"
+               "  # python -m attnlab kernel\n")
+
+
+def kernel(prefix: str | None = None, out=None) -> int:
+    """Make every IPython kernel of this environment (`sys.prefix`) load `attnlab.exercises.order`,
+    so that a cell run before a notebook's imports, after a restart, says which cell to run
+    first instead of a bare NameError. IPython reads `<prefix>/etc/ipython/` for every kernel of
+    the environment; the line is added to the config file there, which is created if missing and
+    otherwise kept as it is (a second run adds nothing). Returns 0, or 1 where it cannot write."""
+    out = out or sys.stdout
+    config = Path(prefix or sys.prefix) / "etc" / "ipython" / "ipython_kernel_config.py"
+    try:
+        text = config.read_text(encoding="utf-8") if config.exists() else ""
+        if EXTENSION in text:
+            print(f"already set in {config}", file=out)
+            return 0
+        config.parent.mkdir(parents=True, exist_ok=True)
+        with config.open("a", encoding="utf-8") as f:
+            f.write(("" if not text or text.endswith("\n") else "\n") + KERNEL_LINE)
+    except OSError as e:
+        print(f"could not write {config}: {e.strerror or e}. Run it in an environment you can "
+              f"write to (a venv or conda environment of your own)", file=sys.stderr)
+        return 1
+    print(f"kernels of {Path(prefix or sys.prefix)} now load {EXTENSION} ({config})", file=out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab", description="attnlab commands.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -75,10 +106,14 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"only these assets (default all: {', '.join(assets.ASSETS)})")
     commands.add_parser("doctor", help="one line per asset: present and sha256-verified? "
                                        "(never downloads)")
+    commands.add_parser("kernel", help="make this environment's kernels name the cell to run "
+                                       "first when a cell runs before a notebook's imports")
     args = parser.parse_args(argv)
     if args.command == "fetch":
         return fetch(args.names)
     if args.command == "doctor":
         return doctor()
+    if args.command == "kernel":
+        return kernel()
     parser.print_help()
     return 2
