@@ -275,7 +275,7 @@ with attnlab.uniform_attention(model):  # the library's: the same edit, on every
 # `attnlab.uniform_attention(model)` does this.
 #
 # That is a fact about this model, not the task: each token's position vector still reaches the mean
-# through the residual path, so "this positive word stands late" could decide with no token reading
+# through the *residual path* (the `x +` of each block, around attention), so "this positive word stands late" could decide with no token reading
 # another. Would a model without attention find that? The same recipe, uniform from the start:
 
 # %%
