@@ -251,7 +251,8 @@ print(f"at d_k = {d_ks[-1]} the unscaled gradient is {fmt(shrink, 0)}× smaller 
 
 # %% tags=["remove-cell"]
 assert (np.diff(grad["unscaled"][peak:]) < 0).all(), "unscaled: past its peak it keeps falling"
-assert shrink > 300 and larger.tolist() == [4, 8, 16, 32, 64], "hundreds of times; 4 to 64"
+# 20 series seeds: 218 to 3,367 times smaller at d_k = 1024, larger for d_k 4 to 64 in each
+assert shrink > 100 and larger.tolist() == [4, 8, 16, 32, 64], "over 100 times; 4 to 64"
 assert d_ks[peak] in (8, 16, 32), "largest at a small d_k, not at the ends"
 assert (np.abs(grad["scaled"] - 1) < 0.2).all(), "scaled: about 1 at every d_k"
 
@@ -261,7 +262,8 @@ against_d_k(d_ks, grad["unscaled"], grad["scaled"], "median ‖∂L/∂q‖", lo
 show_figure()
 
 # %% [markdown]
-# Without the scale, the gradient at $d_k = 1024$ is hundreds of times smaller than with it;
+# Without the scale, the gradient at $d_k = 1024$ is over a hundred times smaller than with it
+# (218 to 3,367 times over 20 series seeds);
 # with the scale it stays about 1 at every $d_k$. For small $d_k$ (4 to 64) the unscaled
 # gradient is even *larger*: without the division each score moves $\sqrt{d_k}$ times faster
 # when $q$ moves. It peaks at a small $d_k$ (printed above); beyond that the softmax saturates
