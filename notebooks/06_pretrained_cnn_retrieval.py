@@ -601,8 +601,7 @@ assert all(fmt(value, 3) == f"{shown:.3f}" for value, shown in quoted.values()),
 # **pre-training's**, or the **architecture's**? A CNN slides each filter over every position
 # and averages its last feature map over positions, whatever its weights. The control: the same
 # MobileNetV2, built by Keras with **random weights** (`weights=None`, Keras's own initialisers:
-# `attnlab.embed_images(x, seed=s)`), three draws, in the same search. It is untrained: even its
-# BatchNorm statistics keep their starting values, never measured on images. A random network
+# `attnlab.embed_images(x, seed=s)`), three draws, in the same search. A random network
 # embeds as slowly as the trained one, so every row below uses the first 500 database images and
 # the first 300 queries, centred and moved as in section 3. (A query whose best match of its kind
 # and best of another kind are a near-tie counts half: the last bits of a random network's

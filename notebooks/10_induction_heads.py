@@ -720,6 +720,8 @@ i2, i8 = LENGTHS.index(2), LENGTHS.index(8)
 print(f"{'loss on repeated tokens':24} {'at 2 tokens':>11} {'8 to 12 tokens, highest':>24}")
 for name, losses in curves.items():
     print(f"{name:24} {fmt(losses[i2], 2):>11} {fmt(max(losses[i8:]), 2):>24}")
+
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(9, 3.8))
 ax.axvspan(REPEAT[0] - 0.5, REPEAT[1] + 0.5, color="0.9", label="lengths it was trained on")
 for (name, losses), style in zip(curves.items(), ("-", "--", ":", "-."), strict=True):
