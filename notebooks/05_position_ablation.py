@@ -230,10 +230,11 @@ print("learned positions, contrast task: first epoch with a test accuracy of at 
 
 # %% tags=["remove-cell"]
 assert all(4 <= first_epoch_at(r.history) <= 8 for r in runs["contrast", "learned"]), "mid-way"
-assert min(plateau) >= 0.96, "the learned runs are on their plateau for the last 5 epochs"
+# 20 series seeds: the lowest of the last 5 epochs 0.938 to 1.000
+assert min(plateau) >= 0.9, "the learned runs are on their plateau for the last 5 epochs"
 
 # %% [markdown]
-# Both learned runs pass 0.9 around the middle of the 12 epochs and stay at 0.96 or above for the
+# Both learned runs pass 0.9 around the middle of the 12 epochs and stay at 0.9 or above for the
 # last five: on their plateau.
 #
 # Why exactly chance without positions? Pair each test review with its twin: a bag-of-words model
@@ -383,11 +384,13 @@ assert min(acc["bag", "sinusoidal"] + acc["contrast", "sinusoidal"]) >= 0.95
 lost = {key: [round(400 * (a - u)) for a, u in zip(acc[key], uniform[key])] for key in acc}
 assert max(lost["bag", "sinusoidal"]) >= 3, "a sinusoidal bag model loses test reviews"
 assert max(uniform["contrast", "sinusoidal"]) < 0.8, "every contrast model needs attention"
-assert max(reach["sinusoidal"]) < min(reach["learned"]), "sinusoidal reach 0.9 first, per seed"
+# 20 series seeds: sinusoidal 3-5 epochs, learned 5-8; in total 3 to 7 epochs sooner
+assert sum(reach["sinusoidal"]) < sum(reach["learned"]), "sinusoidal reach 0.9 sooner"
 
 # %% [markdown]
-# Sinusoidal positions solve both tasks (above 0.95), and on the contrast task both seeds reach 0.9
-# before either learned run. But on the bag task, where one word decides, these models lose test
+# Sinusoidal positions solve both tasks (above 0.95), and on the contrast task they reach 0.9
+# sooner than learned positions (here both seeds before either learned run; over 20 series seeds,
+# on average in each). But on the bag task, where one word decides, these models lose test
 # reviews under uniform attention (how many varies from run to run, and a run may lose none);
 # learned or no positions lost at most one of 400. Uniform attention tests a trained model, not its
 # task: beside position vectors four times their size the words are faint, and these models came to
@@ -420,12 +423,14 @@ for name, histories in bag_curves.items():
 
 # %% tags=["remove-cell"]
 after = {name: list(zip(*(h["test_acc"] for h in hs))) for name, hs in bag_curves.items()}
-for epoch in (0, 1):  # per seed: the same data, initial weights (but the scale) and batches
-    assert all(a > b for a, b in zip(after["sinusoidal, tokens × √d"][epoch],
-                                     after["sinusoidal"][epoch])), "rescaled: ahead, every seed"
+# per seed and epoch 1 or 2: the same data, initial weights (but the scale) and batches; 20
+# series seeds: ahead in 75 of 80, behind by at most 0.085, ahead by 0.04 or more on average
+ahead = [a - b for epoch in (0, 1) for a, b in zip(after["sinusoidal, tokens × √d"][epoch],
+                                                   after["sinusoidal"][epoch])]
+assert min(ahead) > -0.15 and sum(ahead) > 0, "rescaled: ahead on average, never far behind"
 assert min(after["no positions"][1]) >= 0.98 > max(after["sinusoidal"][1])
 assert all(a > b for a, b in zip(after["no positions"][1], after["sinusoidal, tokens × √d"][1]))
-assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.95
+assert min(h["test_acc"][2] for hs in bag_curves.values() for h in hs) >= 0.9  # 20 seeds: 0.945+
 
 # %% tags=["hide-input"]
 accuracy_curves(bag_curves, chance=0.5, title="bag task: does the size of the words matter?")
@@ -434,8 +439,8 @@ show_figure()
 # %% [markdown]
 # Without positions both seeds are at 0.98 or above after two epochs; with sinusoidal positions
 # neither is. Token vectors √d times longer put each seed ahead of its unscaled run (same data,
-# weights and batches) after epochs 1 and 2, though still behind the runs without positions after
-# two; after three, every run is at 0.95 or above. This fits the usual explanation (the paper gives
+# weights and batches) after epochs 1 and 2 here (over 20 series seeds, in 75 of 80 such
+# comparisons), though still behind the runs without positions after two; after three, every run is at 0.9 or above. This fits the usual explanation (the paper gives
 # none): the multiplication keeps the words from being buried under position vectors several times
 # their size. Two seeds, one task; try the contrast task with `train_rescaled`.
 
@@ -527,7 +532,7 @@ rotate_pair = ex05.rotate_pair(my_rotate_pair)
 T, d_head = 12, 8
 v = torch.randn(T, d_head, dtype=torch.float64, generator=torch.Generator().manual_seed(attnlab.seed_of(0)))
 thetas = 10000.0 ** -(torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (4,)
-by_pairs = torch.cat([rotate_pair(v[:, 2 * i:2 * i + 2], torch.arange(T), thetas[i].item())
+by_pairs = torch.cat([rotate_pair(v[:, 2 * i:2 * i + 2], torch.arange(T), thetas[i])
                       for i in range(d_head // 2)], dim=-1)  # (T, d_head)
 turned = attnlab.rotary(v)  # (T, d_head)   positions 0..T-1
 same = torch.allclose(by_pairs, turned, atol=1e-12)

@@ -626,14 +626,14 @@ for name, r in control.items():
 trained = control["ImageNet weights"]
 for r in random_weights.values():
     assert r["centred"].mean() > 3 * chance, "random weights: far above chance on centred images"
-    assert r["centred"].mean() - r["moved"].mean() > 0.1, "loses a tenth or more, every draw"
+    assert r["centred"].mean() - r["moved"].mean() > 0.05, "every draw loses"  # 60 draws: 0.095+
     gain, gain_se = paired(trained["moved"], r["moved"])
     assert gain > 4 * gain_se, "moved queries: ImageNet weights beat every random draw"
 assert trained["centred"].mean() - trained["moved"].mean() < 0.1, "less than a tenth"
 
 # %% [markdown]
 # Random weights already put images of a kind close on centred queries, far above chance. But
-# moved 3 pixels, every random draw loses a tenth of top-1 or more, where the ImageNet weights
+# moved 3 pixels, every random draw loses more than 0.05 of top-1, where the ImageNet weights
 # lose less than a tenth, and on moved queries the pre-trained network beats every draw by more
 # than four standard errors. One draw, though, loses about half of what pixels lose (0.15
 # against 0.29). So in these three draws the pre-trained weights tolerate moves far better than
