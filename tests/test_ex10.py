@@ -1,6 +1,7 @@
 """Notebook 10's exercises: right answers written in other ways, the predict and explore cases,
 and the cases the tables of mistakes do not hold (the tables: tests/test_exercises.py; hostile
 answers: there too)."""
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +10,14 @@ from exercise_doubles import expect
 
 from attnlab.core import measures
 from attnlab.exercises import ex10
-from attnlab.lessons.induction import N_TEST, TEST_SEED, evaluate, repeat_task, train_induction
+from attnlab.lessons.induction import (
+    N_TEST,
+    TEST_SEED,
+    evaluate,
+    evaluate_by_length,
+    repeat_task,
+    train_induction,
+)
 
 
 def right(weights, tokens):
@@ -64,6 +72,19 @@ def test_shorter_repeat_runs_the_experiment_itself(capsys):
     assert torch.allclose(torch.tensor(got[1]), torch.tensor(losses) + 0.08)
 
 
+
+def test_shorter_repeat_measures_each_model_once(capsys, monkeypatch):
+    """A check run again (or judged again by a grader) answers at once: each model's losses
+    per length are measured on the first run only."""
+    measured = []
+    monkeypatch.setattr(ex10, "_measured", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(ex10, "evaluate_by_length", lambda model, lengths: measured.append(
+        model) or evaluate_by_length(model, lengths))
+    for _ in range(3):
+        ex10.shorter_repeat([1.0] * 11, STEPS)
+    assert len(measured) == 2 and measured[0] is train_induction(2, steps=STEPS).model
+    capsys.readouterr()
+
 @pytest.fixture
 def measured(monkeypatch):
     """The two models' losses per length as notebook 10 measures them, without training."""
@@ -71,7 +92,7 @@ def measured(monkeypatch):
     one = [{"repeated": 3.5 - 0.08 * i, "random": 3.7} for i in range(11)]
     monkeypatch.setattr(ex10, "train_induction",
                         lambda n_layers, **recipe: SimpleNamespace(model=n_layers))
-    monkeypatch.setattr(ex10, "evaluate_by_length", lambda model, lengths: {2: two, 1: one}[model])
+    monkeypatch.setattr(ex10, "_by_length", lambda model: {2: two, 1: one}[model])
     return [r["repeated"] for r in two], [r["repeated"] for r in one], [r["random"] for r in two]
 
 

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -132,6 +133,16 @@ def _losses(answer) -> tuple[list[float] | None, str | None]:
     return values, None
 
 
+_measured: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its losses
+
+
+def _by_length(model) -> list[dict]:
+    """`evaluate_by_length(model, LENGTHS)`, measured once per model (`train_induction` hands
+    the same model back): a check run again, or judged again by a grader, answers at once."""
+    if model not in _measured:
+        _measured[model] = evaluate_by_length(model, LENGTHS)
+    return _measured[model]
+
 @exercise("explore", args=(20,))
 def shorter_repeat(answer, steps: int = INDUCTION.steps):
     """Your losses (nats), one per length n in LENGTHS, of the notebook's two-layer model on the
@@ -140,8 +151,7 @@ def shorter_repeat(answer, steps: int = INDUCTION.steps):
     run). The check measures the models itself (the notebook's are cached, so a student pays
     nothing more) and never prints a number of its own; the one-layer model's losses, the random
     tokens' and the lengths in reverse order are named."""
-    two = evaluate_by_length(train_induction(2, steps=steps).model, LENGTHS)
-    one = evaluate_by_length(train_induction(1, steps=steps).model, LENGTHS)
+    two, one = (_by_length(train_induction(n, steps=steps).model) for n in (2, 1))
     reference = [r["repeated"] for r in two]
     mistakes = [
         (reference[::-1], "your losses run from length 12 down to 2; LENGTHS runs from 2 up to 12"),
